@@ -1,0 +1,30 @@
+"""pathrag: PathRAG's flow-pruned relational paths, framework-neutral.
+
+>>> import networkx as nx, pathrag
+>>> g = nx.Graph([("s", "a"), ("a", "t")])
+>>> pathrag.find_key_paths(g, ["s", "t"])[0].nodes
+('s', 'a', 't')
+"""
+
+from .graph import GraphStore, Neighborhood, NetworkXGraphStore, as_graph_store
+from .llm import LanguageModel, as_language_model
+from .models import Entity, Relation, ScoredPath
+from .pruning import afind_key_paths, apropagate_resources, find_key_paths, propagate_resources
+
+__all__ = [
+    "Entity",
+    "GraphStore",
+    "LanguageModel",
+    "Neighborhood",
+    "NetworkXGraphStore",
+    "Relation",
+    "ScoredPath",
+    "afind_key_paths",
+    "apropagate_resources",
+    "as_graph_store",
+    "as_language_model",
+    "find_key_paths",
+    "propagate_resources",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,374 @@
+"""Graph stores: the protocol the core reads and writes through, and the embedded networkx store.
+
+Path search needs one operation, :meth:`GraphStore.neighborhoods`: for a whole frontier of nodes at
+once, each node's traversal degree and its neighbours with *their* degrees. A database backend answers
+it in one round trip per hop. A node whose degree exceeds the requested limit lists only the
+neighbours in ``keep`` (the seeds and the nodes already known to be expandable): this is how a hub
+with 10⁴ neighbours costs nothing when none of them can matter.
+
+>>> import networkx as nx
+>>> from pathrag.graph import NetworkXGraphStore
+>>> store = NetworkXGraphStore(nx.Graph([("a", "b"), ("b", "c")]))
+>>> store.neighborhoods({"b": None})["b"]
+Neighborhood(degree=2, neighbors={'a': 1, 'c': 1})
+>>> store.neighborhoods({"b": 0}, keep={"c"})["b"]
+Neighborhood(degree=2, neighbors={'c': 1})
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import networkx as nx
+
+from .models import Entity, Relation
+
+__all__ = [
+    "GraphStore",
+    "Neighborhood",
+    "NetworkXGraphStore",
+    "as_graph_store",
+    "atomic_write_text",
+]
+
+T = TypeVar("T", Entity, Relation)
+Merge = Callable[[T, T], T]
+"""A merge hook: ``merge(existing, incoming) -> stored``."""
+
+GRAPH_FILE = "graph.json"
+_FORMAT = "pathrag-graph"
+_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Neighborhood:
+    """One node's traversal degree and (some of) its neighbours, each with its own traversal degree."""
+
+    degree: int
+    neighbors: dict[str, int]
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """What the core needs from a graph database. Every read and write is batched.
+
+    Traversal: with ``directed=True`` a node's neighbours are the targets of its out-edges, otherwise
+    all nodes sharing an edge with it. Degrees count distinct neighbours, self-loops excluded.
+    Relations are looked up by pair in either direction; the answer is keyed by the pair as asked.
+    Unknown names and pairs are left out of answers, never an error.
+    """
+
+    def neighborhoods(
+        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
+    ) -> dict[str, Neighborhood]:
+        """For each requested node: all neighbours if its degree is at most the limit (``None``: no
+        limit), else only those in ``keep``."""
+        ...
+
+    async def aneighborhoods(
+        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
+    ) -> dict[str, Neighborhood]: ...
+
+    def get_entities(self, names: Iterable[str]) -> dict[str, Entity]: ...
+
+    async def aget_entities(self, names: Iterable[str]) -> dict[str, Entity]: ...
+
+    def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]: ...
+
+    async def aget_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]: ...
+
+    def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
+        """Insert or replace; with ``merge``, an existing entity becomes ``merge(existing, new)``."""
+        ...
+
+    async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None: ...
+
+    def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
+        """Insert or replace (creating missing endpoints as bare entities); ``merge`` as for entities."""
+        ...
+
+    async def aupsert_relations(
+        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None
+    ) -> None: ...
+
+    def delete_entities(self, names: Iterable[str]) -> None:
+        """Delete entities and every relation touching them."""
+        ...
+
+    async def adelete_entities(self, names: Iterable[str]) -> None: ...
+
+    def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None: ...
+
+    async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None: ...
+
+
+class NetworkXGraphStore:
+    """The embedded default: a graph in memory, persisted as one JSON file in a directory.
+
+    Wraps a ``networkx.Graph`` or ``DiGraph`` without copying it; nodes are entity names, and entity and
+    relation fields live in node and edge attributes. ``directed_relations=False`` (the default) treats
+    A→B and B→A as the same relation, stored once in the direction first seen.
+
+    >>> store = NetworkXGraphStore()
+    >>> store.upsert_relations([Relation(source="A", target="B", description="A owns B")])
+    >>> store.get_relations([("B", "A")])[("B", "A")].description
+    'A owns B'
+    """
+
+    def __init__(self, graph: nx.Graph | None = None, *, directed_relations: bool = False) -> None:
+        if graph is not None and not isinstance(graph, nx.Graph):
+            raise TypeError(f"expected a networkx graph, got {type(graph).__name__}")
+        self.graph: nx.Graph = nx.DiGraph() if graph is None else graph
+        self.directed_relations = directed_relations
+
+    # -- traversal ---------------------------------------------------------------------------------
+
+    def _views(self, directed: bool) -> tuple[Mapping[Any, Mapping], Mapping[Any, Mapping] | None]:
+        """Adjacency maps whose keys, together, are a node's traversal neighbours."""
+        g = self.graph
+        if not g.is_directed():
+            return g._adj, None
+        return (g._succ, None) if directed else (g._succ, g._pred)
+
+    def neighborhoods(
+        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
+    ) -> dict[str, Neighborhood]:
+        out_adj, in_adj = self._views(directed)
+        degree_cache: dict[Any, int] = {}
+
+        def degree(u: Any) -> int:
+            d = degree_cache.get(u)
+            if d is None:
+                outs = out_adj[u]
+                if in_adj is None:
+                    d = len(outs) - (u in outs)
+                else:
+                    ins = in_adj[u]
+                    small, large = (outs, ins) if len(outs) <= len(ins) else (ins, outs)
+                    d = len(large) + sum(1 for v in small if v not in large) - (u in outs or u in ins)
+                degree_cache[u] = d
+            return d
+
+        def listed(u: Any) -> Iterator[Any]:
+            yield from out_adj[u]
+            if in_adj is not None:
+                outs = out_adj[u]
+                yield from (v for v in in_adj[u] if v not in outs)
+
+        def adjacent(u: Any, v: Any) -> bool:
+            return v in out_adj[u] or (in_adj is not None and v in in_adj[u])
+
+        result: dict[str, Neighborhood] = {}
+        for u, limit in requests.items():
+            if u not in out_adj:
+                continue
+            d = degree(u)
+            if limit is None or d <= limit:
+                candidates: Iterable[Any] = listed(u)
+            else:
+                candidates = (v for v in keep if v in out_adj and adjacent(u, v))
+            result[u] = Neighborhood(d, {v: degree(v) for v in candidates if v != u})
+        return result
+
+    async def aneighborhoods(
+        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
+    ) -> dict[str, Neighborhood]:
+        return self.neighborhoods(requests, directed=directed, keep=keep)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def _edge_key(self, source: str, target: str) -> tuple[str, str] | None:
+        """The stored (source, target) of a relation, trying the reverse when relations are undirected."""
+        g = self.graph
+        if g.has_edge(source, target):
+            return (source, target)
+        if g.is_directed() and not self.directed_relations and g.has_edge(target, source):
+            return (target, source)
+        return None
+
+    def get_entities(self, names: Iterable[str]) -> dict[str, Entity]:
+        nodes = self.graph.nodes
+        return {name: _entity(name, nodes[name]) for name in names if name in nodes}
+
+    async def aget_entities(self, names: Iterable[str]) -> dict[str, Entity]:
+        return self.get_entities(names)
+
+    def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
+        found: dict[tuple[str, str], Relation] = {}
+        for pair in pairs:
+            key = self._edge_key(*pair)
+            if key is not None:
+                found[tuple(pair)] = _relation(key, self.graph.edges[key])  # type: ignore[index]
+        return found
+
+    async def aget_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
+        return self.get_relations(pairs)
+
+    def iter_entities(self) -> Iterator[Entity]:
+        """Every entity, in insertion order."""
+        for name, data in self.graph.nodes(data=True):
+            yield _entity(name, data)
+
+    def iter_relations(self) -> Iterator[Relation]:
+        """Every relation, in insertion order."""
+        for source, target, data in self.graph.edges(data=True):
+            yield _relation((source, target), data)
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
+        nodes = self.graph.nodes
+        for entity in entities:
+            if merge is not None and entity.name in nodes:
+                entity = merge(_entity(entity.name, nodes[entity.name]), entity)
+            self.graph.add_node(entity.name)
+            attrs = nodes[entity.name]
+            attrs.clear()
+            attrs.update(_entity_attrs(entity))
+
+    async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
+        self.upsert_entities(entities, merge=merge)
+
+    def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
+        g = self.graph
+        for relation in relations:
+            key = self._edge_key(relation.source, relation.target)
+            if key is not None and merge is not None:
+                relation = merge(_relation(key, g.edges[key]), relation)
+            if key is not None and key != relation.pair:
+                g.remove_edge(*key)  # the merge may have re-oriented the relation
+            g.add_edge(relation.source, relation.target)
+            attrs = g.edges[relation.pair]
+            attrs.clear()
+            attrs.update(_relation_attrs(relation))
+
+    async def aupsert_relations(
+        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None
+    ) -> None:
+        self.upsert_relations(relations, merge=merge)
+
+    def delete_entities(self, names: Iterable[str]) -> None:
+        self.graph.remove_nodes_from(list(names))
+
+    async def adelete_entities(self, names: Iterable[str]) -> None:
+        self.delete_entities(names)
+
+    def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
+        for pair in pairs:
+            key = self._edge_key(*pair)
+            if key is not None:
+                self.graph.remove_edge(*key)
+
+    async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
+        self.delete_relations(pairs)
+
+    # -- persistence -------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """The store as plain JSON data (the on-disk format)."""
+        return {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "directed_relations": self.directed_relations,
+            "entities": [e.model_dump() for e in self.iter_entities()],
+            "relations": [r.model_dump() for r in self.iter_relations()],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> NetworkXGraphStore:
+        if data.get("format") != _FORMAT or data.get("version") != _VERSION:
+            raise ValueError(f"not a {_FORMAT} v{_VERSION} document")
+        store = cls(directed_relations=bool(data.get("directed_relations", False)))
+        store.upsert_entities(Entity.model_validate(e) for e in data["entities"])
+        store.upsert_relations(Relation.model_validate(r) for r in data["relations"])
+        return store
+
+    def save(self, directory: str | os.PathLike[str]) -> Path:
+        """Write ``graph.json`` into ``directory`` atomically; returns the file's path."""
+        path = Path(directory) / GRAPH_FILE
+        atomic_write_text(path, json.dumps(self.to_json(), ensure_ascii=False))
+        return path
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike[str]) -> NetworkXGraphStore:
+        """Load a store saved by :meth:`save`; a directory without a graph gives an empty store."""
+        path = Path(directory) / GRAPH_FILE
+        if not path.exists():
+            return cls()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"cannot read graph file {path}: {exc}") from exc
+        return cls.from_json(data)
+
+    def __len__(self) -> int:
+        return self.graph.number_of_nodes()
+
+    def __repr__(self) -> str:
+        g = self.graph
+        return f"NetworkXGraphStore({g.number_of_nodes()} entities, {g.number_of_edges()} relations)"
+
+
+def as_graph_store(graph: GraphStore | nx.Graph) -> GraphStore:
+    """Accept a :class:`GraphStore` as is and wrap a networkx graph (without copying it)."""
+    if isinstance(graph, nx.Graph):
+        return NetworkXGraphStore(graph)
+    if isinstance(graph, GraphStore):
+        return graph
+    raise TypeError(f"expected a networkx graph or a pathrag.GraphStore, got {type(graph).__name__}")
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Replace ``path`` with ``text`` so that a crash leaves either the old or the new file, never half."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _entity(name: Any, data: Mapping[str, Any]) -> Entity:
+    return Entity(
+        name=str(name),
+        type=str(data.get("type", "") or ""),
+        description=str(data.get("description", "") or ""),
+        source_ids=data.get("source_ids", ()),
+    )
+
+
+def _entity_attrs(entity: Entity) -> dict[str, Any]:
+    return {"type": entity.type, "description": entity.description, "source_ids": list(entity.source_ids)}
+
+
+def _relation(key: tuple[Any, Any], data: Mapping[str, Any]) -> Relation:
+    weight = data.get("weight", 1.0)
+    return Relation(
+        source=str(key[0]),
+        target=str(key[1]),
+        description=str(data.get("description", "") or ""),
+        keywords=data.get("keywords", ()),
+        weight=float(weight) if isinstance(weight, (int, float)) else 1.0,
+        source_ids=data.get("source_ids", ()),
+    )
+
+
+def _relation_attrs(relation: Relation) -> dict[str, Any]:
+    return {
+        "description": relation.description,
+        "keywords": list(relation.keywords),
+        "weight": relation.weight,
+        "source_ids": list(relation.source_ids),
+    }
