@@ -7,12 +7,24 @@
 """
 
 from .graph import GraphStore, Neighborhood, NetworkXGraphStore, as_graph_store
+from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
 from .llm import LanguageModel, as_language_model
 from .models import Entity, Relation, ScoredPath
 from .pruning import afind_key_paths, apropagate_resources, find_key_paths, propagate_resources
+from .vectors import Embedder, HashingEmbedder, InMemoryVectorIndex, VectorHit, VectorIndex, VectorItem
 
 __all__ = [
+    "Document",
+    "Embedder",
     "Entity",
+    "HashingEmbedder",
+    "IndexConfig",
+    "InMemoryVectorIndex",
+    "InsertSummary",
+    "PathRAGIndex",
+    "VectorHit",
+    "VectorIndex",
+    "VectorItem",
     "GraphStore",
     "LanguageModel",
     "Neighborhood",

@@ -1,0 +1,213 @@
+"""The boundary between the core and embeddings / vector search, plus an embedded vector index.
+
+The adapters implement :class:`VectorIndex` with their framework's vector stores. The core ships
+:class:`InMemoryVectorIndex` (exact cosine search with numpy, persisted as JSON) and
+:class:`HashingEmbedder`, a deterministic bag-of-words embedder that needs no model (good for tests
+and demos; use a real embedding model for real retrieval).
+
+>>> index = InMemoryVectorIndex(HashingEmbedder())
+>>> index.upsert([VectorItem(id="e1", text="harbour pilot"), VectorItem(id="e2", text="sea wall")])
+>>> index.query("the harbour pilot", k=1)[0].id
+'e1'
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .graph import atomic_write_text
+
+__all__ = ["Embedder", "HashingEmbedder", "InMemoryVectorIndex", "VectorHit", "VectorIndex", "VectorItem"]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors (one list of floats per text)."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True)
+class VectorItem:
+    """One text to index, under a stable id, with metadata that search hits carry back."""
+
+    id: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    """A search result: the item's id, its similarity to the query (higher is closer) and metadata."""
+
+    id: str
+    score: float
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """Upsert texts by id, find the ids nearest a query text (best first, with a similarity), delete."""
+
+    def upsert(self, items: Sequence[VectorItem]) -> None: ...
+
+    async def aupsert(self, items: Sequence[VectorItem]) -> None: ...
+
+    def query(self, text: str, k: int) -> list[VectorHit]: ...
+
+    async def aquery(self, text: str, k: int) -> list[VectorHit]: ...
+
+    def delete(self, ids: Iterable[str]) -> None: ...
+
+    async def adelete(self, ids: Iterable[str]) -> None: ...
+
+
+_WORD = re.compile(r"\w+")
+
+
+class HashingEmbedder:
+    """Deterministic embeddings from hashed words and character trigrams; no model, no network.
+
+    Texts sharing words land close together, which is enough for tests and the offline demo.
+    """
+
+    def __init__(self, dimensions: int = 256) -> None:
+        if dimensions < 8:
+            raise ValueError("dimensions must be at least 8")
+        self.dimensions = dimensions
+
+    def _features(self, text: str) -> Iterable[str]:
+        for word in _WORD.findall(text.lower()):
+            yield word
+            padded = f"#{word}#"
+            yield from (padded[i : i + 3] for i in range(len(padded) - 2))
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out = []
+        for text in texts:
+            vector = np.zeros(self.dimensions)
+            for feature in self._features(text):
+                digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+                slot = int.from_bytes(digest[:4], "little") % self.dimensions
+                vector[slot] += 1.0 if digest[4] & 1 else -1.0
+            norm = np.linalg.norm(vector)
+            out.append((vector / norm if norm else vector).tolist())
+        return out
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed(texts)
+
+
+class InMemoryVectorIndex:
+    """Exact cosine search over embedded texts, persisted to one JSON file (vectors base64 float32)."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._items: dict[str, VectorItem] = {}
+        self._vectors: dict[str, np.ndarray] = {}
+        self._matrix: tuple[list[str], np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._items
+
+    def _store(self, items: Sequence[VectorItem], vectors: Sequence[Sequence[float]]) -> None:
+        if len(vectors) != len(items):
+            raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(items)} texts")
+        for item, vector in zip(items, vectors):
+            self._items[item.id] = item
+            self._vectors[item.id] = _unit(np.asarray(vector, dtype=np.float32))
+        self._matrix = None
+
+    def _changed(self, items: Sequence[VectorItem]) -> list[VectorItem]:
+        """Items whose text is new or different: the only ones worth paying to embed."""
+        fresh = {item.id: item for item in items}  # the last of duplicate ids wins
+        return [item for item in fresh.values() if self._items.get(item.id) != item]
+
+    def upsert(self, items: Sequence[VectorItem]) -> None:
+        changed = self._changed(items)
+        if changed:
+            self._store(changed, self.embedder.embed([item.text for item in changed]))
+
+    async def aupsert(self, items: Sequence[VectorItem]) -> None:
+        changed = self._changed(items)
+        if changed:
+            self._store(changed, await self.embedder.aembed([item.text for item in changed]))
+
+    def _search(self, vector: Sequence[float], k: int) -> list[VectorHit]:
+        if k <= 0 or not self._items:
+            return []
+        if self._matrix is None:
+            ids = list(self._vectors)
+            self._matrix = (ids, np.stack([self._vectors[i] for i in ids]))
+        ids, matrix = self._matrix
+        scores = matrix @ _unit(np.asarray(vector, dtype=np.float32))
+        k = min(k, len(ids))
+        top = np.argpartition(-scores, k - 1)[:k]
+        # ties broken by id so results never depend on insertion order
+        ranked = sorted(top.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
+        return [VectorHit(ids[i], float(scores[i]), self._items[ids[i]].metadata) for i in ranked]
+
+    def query(self, text: str, k: int) -> list[VectorHit]:
+        return self._search(self.embedder.embed([text])[0], k)
+
+    async def aquery(self, text: str, k: int) -> list[VectorHit]:
+        return self._search((await self.embedder.aembed([text]))[0], k)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        for item_id in ids:
+            if self._items.pop(item_id, None) is not None:
+                del self._vectors[item_id]
+                self._matrix = None
+
+    async def adelete(self, ids: Iterable[str]) -> None:
+        self.delete(ids)
+
+    def get(self, item_id: str) -> VectorItem | None:
+        return self._items.get(item_id)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the index (texts, metadata and vectors) to ``path`` atomically."""
+        rows = [
+            {"id": i, "text": item.text, "metadata": dict(item.metadata),
+             "vector": base64.b64encode(self._vectors[i].astype("<f4").tobytes()).decode("ascii")}
+            for i, item in self._items.items()
+        ]
+        atomic_write_text(path, json.dumps({"format": "pathrag-vectors", "version": 1, "items": rows}))
+
+    def load(self, path: str | os.PathLike[str]) -> InMemoryVectorIndex:
+        """Replace the contents with those saved at ``path`` (a missing file leaves the index empty)."""
+        self._items.clear()
+        self._vectors.clear()
+        self._matrix = None
+        path = Path(path)
+        if not path.exists():
+            return self
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            for row in data["items"]:
+                self._items[row["id"]] = VectorItem(id=row["id"], text=row["text"], metadata=row["metadata"])
+                self._vectors[row["id"]] = np.frombuffer(base64.b64decode(row["vector"]), dtype="<f4").copy()
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"cannot read vector index {path}: {exc}") from exc
+        return self
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
+

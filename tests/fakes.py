@@ -1,0 +1,76 @@
+"""Scripted stand-ins for a language model, driven by plain-text facts written into the chunks.
+
+A chunk line ``ENTITY name | type | description`` or ``LINK source | target | description | keywords |
+strength`` comes back as the matching extraction record; ``LATE ...`` (same fields as ENTITY) only
+comes back when the model is asked to glean. Nothing here imports pathrag's parser: the answers are
+built by hand, so the tests check the real parser and pipeline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+TEXT = re.compile(r"NOW THE REAL TEXT\nText:\n(.*?)\nOutput:\n", re.S)
+
+
+class Crash(BaseException):
+    """Stands for the process dying: not an Exception, so nothing retries or swallows it."""
+
+
+def answer_for(text: str, *, gleaning: bool) -> str:
+    records = []
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        fields = [f.strip() for f in rest.split("|")]
+        if kind == "ENTITY" and not gleaning or kind == "LATE" and gleaning:
+            records.append('("entity"<|>' + "<|>".join(fields) + ")")
+        elif kind == "LINK" and not gleaning:
+            records.append('("relationship"<|>' + "<|>".join(fields) + ")")
+    return "##\n".join(records) + "<|COMPLETE|>"
+
+
+class ScriptedLLM:
+    """An async model answering extraction, gleaning and summary prompts from the chunk's facts."""
+
+    def __init__(self, *, name: str = "scripted", delay: float = 0.0, fail_times: dict[str, int] | None = None,
+                 always_fail: tuple[str, ...] = (), crash_on_call: int | None = None) -> None:
+        self.name = name
+        self.delay = delay
+        self.fail_times = dict(fail_times or {})
+        self.always_fail = always_fail
+        self.crash_on_call = crash_on_call
+        self.prompts: list[str] = []
+        self.in_flight = self.max_in_flight = 0
+
+    @property
+    def calls(self) -> int:
+        return len(self.prompts)
+
+    def complete(self, prompt: str) -> str:
+        return asyncio.run(self.acomplete(prompt))
+
+    async def acomplete(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        if self.crash_on_call is not None and len(self.prompts) == self.crash_on_call:
+            raise Crash(f"killed on call {self.crash_on_call}")
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            if prompt.rstrip().endswith("Merged description:"):
+                listed = [line[2:] for line in prompt.split("Descriptions:")[-1].splitlines() if line.startswith("- ")]
+                return f"SUMMARY of {len(listed)} descriptions, starting: {listed[-1][:30]}"
+            found = TEXT.findall(prompt)
+            text = found[-1] if found else ""
+            for marker in self.always_fail:
+                if marker in text:
+                    raise ConnectionError(f"permanent failure for {marker}")
+            for marker, left in self.fail_times.items():
+                if marker in text and left > 0:
+                    self.fail_times[marker] = left - 1
+                    raise TimeoutError(f"transient failure for {marker}")
+            return answer_for(text, gleaning=prompt.rstrip().endswith("Missing records:"))
+        finally:
+            self.in_flight -= 1
