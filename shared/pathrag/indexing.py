@@ -25,6 +25,7 @@ Snapshots (graph, vectors, documents) are replaced atomically; the document tabl
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -230,6 +231,8 @@ class PathRAGIndex:
         self._chunk_journal = Journal(self.directory / CHUNKS_FILE) if self.directory else None
         self._cache_journal = Journal(self.directory / CACHE_FILE) if self.directory else None
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        self._line_tokens = functools.lru_cache(maxsize=8192)(
+            lambda line: count_tokens(line, self.config.token_counter))
         if self.directory is not None:
             self._load()
 
@@ -520,6 +523,10 @@ class PathRAGIndex:
 
     # -- the LLM, behind cache, concurrency limit and retries --------------------------------------
 
+    def _usage_tokens(self, text: str) -> int:
+        """Token count for the usage report, line by line with a memo: prompts share most lines."""
+        return sum(self._line_tokens(line) for line in text.split("\n")) + text.count("\n")
+
     async def _ask(self, prompt: str, run: _Run) -> str:
         assert self.llm is not None
         key = _digest(self.llm.name, prompt)
@@ -537,8 +544,8 @@ class PathRAGIndex:
                 async with run.semaphore:  # the limit covers calls, not back-off sleeps
                     run.calls += 1
                     answer = await self.llm.acomplete(prompt)
-        run.prompt_tokens += count_tokens(prompt, self.config.token_counter)
-        run.completion_tokens += count_tokens(answer, self.config.token_counter)
+        run.prompt_tokens += self._usage_tokens(prompt)
+        run.completion_tokens += self._usage_tokens(answer)
         if self.config.cache:
             self._cache[key] = answer
             if self._cache_journal is not None:

@@ -14,10 +14,10 @@ and demos; use a real embedding model for real retrieval).
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import os
 import re
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,21 +87,25 @@ class HashingEmbedder:
         if dimensions < 8:
             raise ValueError("dimensions must be at least 8")
         self.dimensions = dimensions
+        self._words: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
-    def _features(self, text: str) -> Iterable[str]:
-        for word in _WORD.findall(text.lower()):
-            yield word
+    def _word(self, word: str) -> tuple[np.ndarray, np.ndarray]:
+        """Slots and signs of a word and its character trigrams (memoised: vocabularies repeat)."""
+        found = self._words.get(word)
+        if found is None:
             padded = f"#{word}#"
-            yield from (padded[i : i + 3] for i in range(len(padded) - 2))
+            features = [word, *(padded[i : i + 3] for i in range(len(padded) - 2))]
+            codes = np.array([zlib.crc32(f.encode("utf-8")) for f in features], dtype=np.uint64)
+            found = self._words[word] = (codes % self.dimensions, np.where(codes >> 31, 1.0, -1.0))
+        return found
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         out = []
         for text in texts:
             vector = np.zeros(self.dimensions)
-            for feature in self._features(text):
-                digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
-                slot = int.from_bytes(digest[:4], "little") % self.dimensions
-                vector[slot] += 1.0 if digest[4] & 1 else -1.0
+            for word in _WORD.findall(text.lower()):
+                slots, signs = self._word(word)
+                np.add.at(vector, slots, signs)
             norm = np.linalg.norm(vector)
             out.append((vector / norm if norm else vector).tolist())
         return out

@@ -1,0 +1,148 @@
+"""Every prompt pathrag sends to a language model lives here.
+
+Templates use ``str.format`` placeholders. Only the template text itself is parsed for
+braces, so values such as the chunk text may contain ``{`` and ``}`` freely. The few-shot
+examples are written with the delimiter placeholders too, so a custom
+:class:`~pathrag.extraction.ExtractionFormat` changes the examples along with the rules.
+
+Placeholders of :data:`EXTRACTION_PROMPT`: ``tuple_delimiter``, ``record_delimiter``,
+``completion_delimiter``, ``entity_types``, ``language``, ``examples``, ``input_text``
+(:func:`pathrag.extraction.build_extraction_prompt` fills them from an ``ExtractionConfig``).
+
+>>> prompt = build_summary_prompt("ALICE", ["A navigator.", "Sails the {Meridian}."], max_words=50)
+>>> "- Sails the {Meridian}." in prompt and "at most 50 words" in prompt
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+__all__ = [
+    "DEFAULT_ENTITY_TYPES",
+    "DEFAULT_LANGUAGE",
+    "EXAMPLE_TEMPLATE",
+    "EXTRACTION_EXAMPLES",
+    "EXTRACTION_PROMPT",
+    "ExtractionExample",
+    "GLEANING_PROMPT",
+    "SUMMARY_PROMPT",
+    "build_summary_prompt",
+]
+
+#: Broad types that fit most prose: who (person, organization), where (location),
+#: what happened (event) and the ideas, methods or things discussed (concept).
+#: The few-shot examples only use these types.
+DEFAULT_ENTITY_TYPES: tuple[str, ...] = ("person", "organization", "location", "event", "concept")
+DEFAULT_LANGUAGE = "English"
+
+EXTRACTION_PROMPT = """TASK
+Read the text at the end and turn it into knowledge-graph records: the entities it mentions, the relationships between them, and the keywords of the whole text.
+
+RECORDS
+1. One record per entity whose type is one of: {entity_types}.
+("entity"{tuple_delimiter}NAME{tuple_delimiter}TYPE{tuple_delimiter}DESCRIPTION)
+   NAME: the name as written in the text. TYPE: one of the types above.
+   DESCRIPTION: everything the text says about the entity.
+2. One record per pair of those entities that the text links together.
+("relationship"{tuple_delimiter}SOURCE{tuple_delimiter}TARGET{tuple_delimiter}DESCRIPTION{tuple_delimiter}KEYWORDS{tuple_delimiter}STRENGTH)
+   SOURCE, TARGET: entity names exactly as in the entity records.
+   DESCRIPTION: how and why the two are linked. KEYWORDS: a few comma-separated words naming the kind of link.
+   STRENGTH: a whole number from 1 (incidental) to 10 (essential).
+3. Exactly one record listing, comma-separated, the main topics of the whole text.
+("content_keywords"{tuple_delimiter}KEYWORDS)
+
+RULES
+- Put {record_delimiter} between records and {completion_delimiter} after the last one.
+- Write descriptions and keywords in {language}; keep names as spelled in the text.
+- Use only facts stated in the text. Output the records and nothing else: no commentary, no code fences.
+
+EXAMPLES
+{examples}
+
+NOW THE REAL TEXT
+Text:
+{input_text}
+Output:
+"""
+
+# The extraction prompt, then the answers so far (read as the model's own output), then the request.
+GLEANING_PROMPT = """{extraction_prompt}{previous_answers}
+
+FOLLOW-UP
+The records above probably miss some entities or relationships of the text. Re-read the text and output only the missing records, in the same format and language, without repeating any record given above. End with {completion_delimiter}. If nothing is missing, reply with {completion_delimiter} alone.
+Missing records:
+"""
+
+SUMMARY_PROMPT = """You maintain a knowledge graph. Several passages described "{name}" (an entity, or a relationship between two entities) separately. Merge their descriptions into one.
+- Keep every distinct fact once; drop repetition.
+- If two descriptions contradict each other, keep both versions and say that sources differ.
+- Write in the third person, in {language}, and name "{name}" so the text stands on its own.
+- Use at most {max_words} words. Output only the merged description.
+
+Descriptions:
+{descriptions}
+
+Merged description:
+"""
+
+
+class ExtractionExample(NamedTuple):
+    """A few-shot example: a source text and the expected answer (with delimiter placeholders)."""
+
+    text: str
+    output: str
+
+
+EXAMPLE_TEMPLATE = "Example {number}\nText:\n{text}\nOutput:\n{output}"
+
+EXTRACTION_EXAMPLES: tuple[ExtractionExample, ...] = (
+    ExtractionExample(
+        text=(
+            "At the Lantern Fair of 1911 in the river town of Ossely, the clockmaker Hedda Voss demonstrated "
+            "tide reckoning, her method for predicting the river's tides from the phases of the moon. "
+            "Tobiah Crane, master of the Ossely Ferrymen's Guild, watched the demonstration and had the guild "
+            "adopt the method for its night crossings the following week."
+        ),
+        output="""("entity"{tuple_delimiter}Hedda Voss{tuple_delimiter}person{tuple_delimiter}Clockmaker who devised tide reckoning and demonstrated it at the Lantern Fair of 1911.){record_delimiter}
+("entity"{tuple_delimiter}Tide Reckoning{tuple_delimiter}concept{tuple_delimiter}Method for predicting the river's tides from the phases of the moon, devised by Hedda Voss.){record_delimiter}
+("entity"{tuple_delimiter}Lantern Fair of 1911{tuple_delimiter}event{tuple_delimiter}Fair held in Ossely in 1911 where tide reckoning was first demonstrated.){record_delimiter}
+("entity"{tuple_delimiter}Ossely{tuple_delimiter}location{tuple_delimiter}River town that hosted the Lantern Fair of 1911; its ferries make night crossings.){record_delimiter}
+("entity"{tuple_delimiter}Tobiah Crane{tuple_delimiter}person{tuple_delimiter}Master of the Ossely Ferrymen's Guild, who had the guild adopt tide reckoning.){record_delimiter}
+("entity"{tuple_delimiter}Ossely Ferrymen's Guild{tuple_delimiter}organization{tuple_delimiter}Guild of the Ossely ferrymen; it adopted tide reckoning for its night crossings.){record_delimiter}
+("relationship"{tuple_delimiter}Hedda Voss{tuple_delimiter}Tide Reckoning{tuple_delimiter}Hedda Voss devised tide reckoning and showed it in public.{tuple_delimiter}invention, demonstration{tuple_delimiter}9){record_delimiter}
+("relationship"{tuple_delimiter}Tide Reckoning{tuple_delimiter}Lantern Fair of 1911{tuple_delimiter}Tide reckoning was first shown at the Lantern Fair of 1911.{tuple_delimiter}debut, public event{tuple_delimiter}6){record_delimiter}
+("relationship"{tuple_delimiter}Lantern Fair of 1911{tuple_delimiter}Ossely{tuple_delimiter}The Lantern Fair of 1911 took place in Ossely.{tuple_delimiter}venue{tuple_delimiter}7){record_delimiter}
+("relationship"{tuple_delimiter}Tobiah Crane{tuple_delimiter}Ossely Ferrymen's Guild{tuple_delimiter}Tobiah Crane is the master of the guild.{tuple_delimiter}leadership, membership{tuple_delimiter}8){record_delimiter}
+("relationship"{tuple_delimiter}Ossely Ferrymen's Guild{tuple_delimiter}Tide Reckoning{tuple_delimiter}The guild adopted tide reckoning for its night crossings a week after the fair.{tuple_delimiter}adoption, navigation safety{tuple_delimiter}8){record_delimiter}
+("content_keywords"{tuple_delimiter}tide prediction, river ferries, invention, adopting a new method){completion_delimiter}""",
+    ),
+    ExtractionExample(
+        text=(
+            "The Brightwater Cooperative has opened a seed library in the old Marlow Street fire station. "
+            "Its founder, Priya Adeyemi-Strand, says growers may borrow heirloom bean varieties "
+            "as long as they bring back seeds after the harvest."
+        ),
+        output="""("entity"{tuple_delimiter}Brightwater Cooperative{tuple_delimiter}organization{tuple_delimiter}Community cooperative that opened a seed library in the old Marlow Street fire station.){record_delimiter}
+("entity"{tuple_delimiter}Marlow Street Fire Station{tuple_delimiter}location{tuple_delimiter}Former fire station that now houses the Brightwater Cooperative's seed library.){record_delimiter}
+("entity"{tuple_delimiter}Priya Adeyemi-Strand{tuple_delimiter}person{tuple_delimiter}Founder of the Brightwater Cooperative.){record_delimiter}
+("entity"{tuple_delimiter}Seed Library{tuple_delimiter}concept{tuple_delimiter}Lending scheme in which growers borrow heirloom bean varieties and return seeds after the harvest.){record_delimiter}
+("relationship"{tuple_delimiter}Priya Adeyemi-Strand{tuple_delimiter}Brightwater Cooperative{tuple_delimiter}Priya Adeyemi-Strand founded the cooperative.{tuple_delimiter}founding, leadership{tuple_delimiter}9){record_delimiter}
+("relationship"{tuple_delimiter}Brightwater Cooperative{tuple_delimiter}Seed Library{tuple_delimiter}The cooperative opened and runs the seed library.{tuple_delimiter}operation, community service{tuple_delimiter}8){record_delimiter}
+("relationship"{tuple_delimiter}Seed Library{tuple_delimiter}Marlow Street Fire Station{tuple_delimiter}The seed library is housed in the old fire station.{tuple_delimiter}premises, building reuse{tuple_delimiter}7){record_delimiter}
+("content_keywords"{tuple_delimiter}seed saving, community cooperative, heirloom crops, lending){completion_delimiter}""",
+    ),
+)
+
+
+def build_summary_prompt(
+    name: str, descriptions: Iterable[str], *, language: str = DEFAULT_LANGUAGE, max_words: int = 200
+) -> str:
+    """Prompt asking to merge several descriptions of one entity or relation (e.g. ``"ALICE -> BOB"``).
+
+    >>> "at most 80 words" in build_summary_prompt("BOB", ["x", "y"], max_words=80)
+    True
+    """
+    listed = "\n".join(f"- {' '.join(d.split())}" for d in descriptions)
+    return SUMMARY_PROMPT.format(name=name, descriptions=listed, language=language, max_words=max_words)
