@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import string
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -79,7 +80,8 @@ CORPUS = [
     ),
     (
         "extra-parentheses",
-        '(("entity"<|>Alice<|>person<|>A navigator.))##(("relationship"<|>Alice<|>Bob<|>Alice trusts Bob.<|>trust<|>7))',
+        '(("entity"<|>Alice<|>person<|>A navigator.))##'
+        '(("relationship"<|>Alice<|>Bob<|>Alice trusts Bob.<|>trust<|>7))',
         [A], [AB], [], 0,
     ),
     (
@@ -175,7 +177,11 @@ CORPUS = [
         [("ALICE", "person", "A navigator (born 1890) of note."), ("BOB", "person", "A cook (retired)")], [], [], 0,
     ),
     ("junk-after-strength", f'{RAB[:-1]}) (strong)\n{EB}', [B], [AB], [], 0),
-    ("numbered-bare-records", "1. entity<|>Alice<|>person<|>A navigator.\n2) entity<|>Bob<|>person<|>A cook.", [A, B], [], [], 0),
+    (
+        "numbered-bare-records",
+        "1. entity<|>Alice<|>person<|>A navigator.\n2) entity<|>Bob<|>person<|>A cook.",
+        [A, B], [], [], 0,
+    ),
     ("bulleted-records", f"- {EA}\n* {EB}\n• {RAB}", [A, B], [AB], [], 0),
     (
         "markdown-names",
@@ -187,7 +193,10 @@ CORPUS = [
         "keyword-variants",
         '("relationship"<|>Alice<|>Bob<|>Alice trusts Bob.<|> "trust ",  loyalty; trust <|>7)##'
         '("content_keywords"<|>"sea, ships; navigation")##("content_keywords"<|>ships<|>maps)',
-        [], [("ALICE", "BOB", "Alice trusts Bob.", ("trust", "loyalty"), 7.0)], ["sea", "ships", "navigation", "maps"], 0,
+        [],
+        [("ALICE", "BOB", "Alice trusts Bob.", ("trust", "loyalty"), 7.0)],
+        ["sea", "ships", "navigation", "maps"],
+        0,
     ),
     ("empty-content-keywords", f'{EA}##("content_keywords"<|> )', [A], [], [], 1),
     ("missing-type", '("entity"<|>Alice<|><|>A navigator.)', [("ALICE", "", "A navigator.")], [], [], 0),
@@ -215,7 +224,9 @@ def test_corpus_is_large_and_distinct() -> None:
     assert len({case[0] for case in CORPUS}) == len({case[1] for case in CORPUS}) == len(CORPUS)
 
 
-@pytest.mark.parametrize(("answer", "entities", "relations", "keywords", "skipped"), [c[1:] for c in CORPUS], ids=[c[0] for c in CORPUS])
+@pytest.mark.parametrize(
+    ("answer", "entities", "relations", "keywords", "skipped"), [c[1:] for c in CORPUS], ids=[c[0] for c in CORPUS]
+)
 def test_malformed_corpus(answer: str, entities: list, relations: list, keywords: list, skipped: int) -> None:
     assert summary(parse_extraction(answer)) == (entities, relations, keywords, skipped)
 
@@ -256,7 +267,8 @@ def test_any_text_parses(text: str) -> None:
 FRAGMENTS = [
     "<|>", "<|", "|>", "|", "<", ">", "##", "#", "<|COMPLETE|>", "<|COMPLETE", "COMPLETE|>", "(", ")", "((", "))",
     '"', "'", "“", "”", "`", "```", "```json", "entity", "Entity", "relationship", "relation", "content_keywords",
-    "Alice", "bob", "**", "[", "]", "{", "}", " ", "  ", "\n", "\r\n", "\t", "1", "7.5", "-3", "1.", "-", "•", ",", ";",
+    "Alice", "bob", "**", "[", "]", "{", "}", " ", "  ", "\n", "\r\n", "\t", "1", "7.5", "-3", "1.", "-", "•",
+    ",", ";",
 ]
 
 
@@ -274,7 +286,9 @@ def test_delimiter_fragments_parse_with_custom_format(text: str) -> None:
 
 
 WORD = st.text(alphabet=string.ascii_letters, min_size=1, max_size=8)
-SENTENCE = st.lists(st.text(alphabet=string.ascii_letters + string.digits + ".,;:!?-", min_size=1, max_size=8), min_size=1, max_size=6).map(" ".join)
+SENTENCE = st.lists(
+    st.text(alphabet=string.ascii_letters + string.digits + ".,;:!?-", min_size=1, max_size=8), min_size=1, max_size=6
+).map(" ".join)
 
 
 @st.composite
@@ -285,9 +299,12 @@ def valid_records(draw: st.DrawFn) -> tuple[str, Entity | Relation]:
         record = f'("entity"<|>{name}<|>{kind}<|>{description})'
         return record, Entity(name=name.upper(), type=kind, description=description)
     source, target = draw(st.lists(WORD, min_size=2, max_size=2, unique_by=str.upper))
-    description, keywords, strength = draw(SENTENCE), draw(st.lists(WORD, min_size=1, max_size=3)), draw(st.integers(1, 10))
+    description, strength = draw(SENTENCE), draw(st.integers(1, 10))
+    keywords = draw(st.lists(WORD, min_size=1, max_size=3))
     record = f'("relationship"<|>{source}<|>{target}<|>{description}<|>{", ".join(keywords)}<|>{strength})'
-    relation = Relation(source=source.upper(), target=target.upper(), description=description, keywords=keywords, weight=strength)
+    relation = Relation(
+        source=source.upper(), target=target.upper(), description=description, keywords=keywords, weight=strength
+    )
     return record, relation
 
 
@@ -298,8 +315,14 @@ JUNK = st.one_of(
 
 
 @settings(max_examples=400)
-@given(st.lists(st.tuples(JUNK, valid_records()), min_size=1, max_size=6), JUNK, st.sampled_from(["##", "\n", "##\n", "\n##\n", " ## "]))
-def test_valid_records_survive_interleaved_junk(pairs: list[tuple[str, tuple[str, Entity | Relation]]], tail: str, sep: str) -> None:
+@given(
+    st.lists(st.tuples(JUNK, valid_records()), min_size=1, max_size=6),
+    JUNK,
+    st.sampled_from(["##", "\n", "##\n", "\n##\n", " ## "]),
+)
+def test_valid_records_survive_interleaved_junk(
+    pairs: list[tuple[str, tuple[str, Entity | Relation]]], tail: str, sep: str
+) -> None:
     pieces = [piece for junk, (record, _) in pairs for piece in (junk, record)] + [tail]
     result = parse_extraction(sep.join(pieces))
     assert_well_formed(result)
@@ -311,8 +334,9 @@ def test_valid_records_survive_interleaved_junk(pairs: list[tuple[str, tuple[str
 
 
 @pytest.mark.parametrize(
-    "raw", ["Alice", "ALICE", " alice ", '"Alice"', "'alice'", "“Alice”", "‘Alice’", "«Alice»", "`Alice`", "**Alice**",
-            "[Alice]", "(Alice)", "<Alice>", "Alice)", "(Alice", " \n\tAlice\n"],
+    "raw",
+    ["Alice", "ALICE", " alice ", '"Alice"', "'alice'", "“Alice”", "‘Alice’", "«Alice»", "`Alice`",
+     "**Alice**", "[Alice]", "(Alice)", "<Alice>", "Alice)", "(Alice", " \n\tAlice\n", '("Alice")', "[**Alice**]"],
 )
 def test_name_variants_share_a_key(raw: str) -> None:
     assert normalize_name(raw) == "ALICE"
@@ -341,6 +365,28 @@ def test_type_normalisation(raw: str) -> None:
 def test_normalisation_is_idempotent(text: str) -> None:
     assert normalize_name(normalize_name(text)) == normalize_name(text)
     assert normalize_type(normalize_type(text)) == normalize_type(text)
+
+
+@given(st.text(alphabet="()[]{}<>\"'`*“” \naß", max_size=30))
+def test_bracket_and_quote_cleaning_is_idempotent(text: str) -> None:
+    once = normalize_name(text)
+    assert normalize_name(once) == once
+    assert once == "" or (once[0] not in " *\"'`“”" and once[-1] not in " *\"'`“”")
+
+
+@pytest.mark.parametrize(
+    "junk",
+    [" " * 100_000, "(" * 100_000, ")" * 100_000 + "x", "[(" * 50_000, "x<|COMPLETE|>x" * 10_000,
+     ("\n" + " " * 100) * 1_000, "(entity<|>" * 10_000, "1." * 50_000],
+    ids=["spaces", "openers", "closers", "mixed-brackets", "markers", "indented-lines", "openings", "bullets"],
+)
+def test_pathological_inputs_stay_fast(junk: str) -> None:
+    start = time.perf_counter()
+    assert summary(parse_extraction(f"{junk}\n{EA}"))[0][-1] == A
+    parse_extraction(f'("entity"<|>{junk}<|>person<|>d)')
+    parse_extraction(f'("relationship"<|>a<|>b<|>c<|>d<|>{junk}')
+    normalize_name(junk)
+    assert time.perf_counter() - start < 10  # linear-time parsing takes well under a second here
 
 
 def test_same_entity_from_two_chunks_has_one_key() -> None:
@@ -381,7 +427,8 @@ def test_template_placeholders() -> None:
         return {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
 
     assert fields(EXTRACTION_PROMPT) == {
-        "tuple_delimiter", "record_delimiter", "completion_delimiter", "entity_types", "language", "examples", "input_text",
+        "tuple_delimiter", "record_delimiter", "completion_delimiter",
+        "entity_types", "language", "examples", "input_text",
     }
     assert fields(GLEANING_PROMPT) == {"extraction_prompt", "previous_answers", "completion_delimiter"}
     assert fields(SUMMARY_PROMPT) == {"name", "descriptions", "language", "max_words"}
@@ -419,7 +466,8 @@ def test_gleaning_prompt_embeds_history() -> None:
 
 
 def test_summary_prompt() -> None:
-    prompt = build_summary_prompt("ALICE -> {BOB}", ["Sails  the\n{Meridian}.", "Trusts Bob."], language="Deutsch", max_words=60)
+    descriptions = ["Sails  the\n{Meridian}.", "Trusts Bob."]
+    prompt = build_summary_prompt("ALICE -> {BOB}", descriptions, language="Deutsch", max_words=60)
     assert '"ALICE -> {BOB}"' in prompt
     assert "- Sails the {Meridian}.\n- Trusts Bob." in prompt
     assert "in Deutsch" in prompt and "at most 60 words" in prompt
@@ -454,7 +502,10 @@ class ScriptedModel:
 
 
 FIRST = f"{EA}##{EB}##{RAB}<|COMPLETE|>"
-SECOND = '("entity"<|>Carol<|>person<|>A pilot.)##("relationship"<|>Carol<|>Alice<|>Carol flies Alice.<|>travel<|>4)<|COMPLETE|>'
+SECOND = (
+    '("entity"<|>Carol<|>person<|>A pilot.)##'
+    '("relationship"<|>Carol<|>Alice<|>Carol flies Alice.<|>travel<|>4)<|COMPLETE|>'
+)
 THIRD = '("entity"<|>Dan<|>person<|>A mechanic.)<|COMPLETE|>'
 
 

@@ -10,6 +10,7 @@ from .graph import GraphStore, Neighborhood, NetworkXGraphStore, as_graph_store
 from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
 from .llm import LanguageModel, as_language_model
 from .models import Entity, Relation, ScoredPath
+from .retrieval import Keywords, RetrievalParams, RetrievalResult, RetrievedItem, aretrieve, retrieve
 from .pruning import afind_key_paths, apropagate_resources, find_key_paths, propagate_resources
 from .vectors import Embedder, HashingEmbedder, InMemoryVectorIndex, VectorHit, VectorIndex, VectorItem
 
@@ -29,14 +30,20 @@ __all__ = [
     "LanguageModel",
     "Neighborhood",
     "NetworkXGraphStore",
+    "Keywords",
     "Relation",
+    "RetrievalParams",
+    "RetrievalResult",
+    "RetrievedItem",
     "ScoredPath",
     "afind_key_paths",
+    "aretrieve",
     "apropagate_resources",
     "as_graph_store",
     "as_language_model",
     "find_key_paths",
     "propagate_resources",
+    "retrieve",
 ]
 
 __version__ = "0.1.0"

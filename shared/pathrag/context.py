@@ -21,12 +21,22 @@ from dataclasses import dataclass
 
 from .graph import GraphStore
 from .models import Entity, Relation, ScoredPath
+from .prompts import CONTEXT_TEMPLATE
 from .tokens import TokenCounter, count_tokens
 
-__all__ = ["PathContext", "abuild_path_texts", "build_context", "build_path_texts", "render_path"]
+__all__ = [
+    "PathContext",
+    "abuild_path_texts",
+    "build_context",
+    "build_path_texts",
+    "format_path_blocks",
+    "render_entity",
+    "render_path",
+]
 
 
-def _entity_line(name: str, entity: Entity | None) -> str:
+def render_entity(name: str, entity: Entity | None) -> str:
+    """``NAME (type): description``, leaving out what is unknown."""
     line = name
     if entity is not None and entity.type:
         line += f" ({entity.type})"
@@ -53,11 +63,11 @@ def render_path(
 
     ``relations`` may be keyed either way round; a missing entity or relation is written bare.
     """
-    lines = [_entity_line(path.nodes[0], entities.get(path.nodes[0]))]
+    lines = [render_entity(path.nodes[0], entities.get(path.nodes[0]))]
     for a, b in path.edges:
         relation = relations.get((a, b)) or relations.get((b, a))
         lines.append(_relation_line(a, b, relation))
-        lines.append(_entity_line(b, entities.get(b)))
+        lines.append(render_entity(b, entities.get(b)))
     return "\n".join(lines)
 
 
@@ -97,6 +107,13 @@ def _block(number: int, path: ScoredPath, text: str) -> str:
     return f"Path {number} ({hops}, reliability {path.score:.3f}):\n{text}"
 
 
+def format_path_blocks(paths: Sequence[ScoredPath], texts: Sequence[str]) -> str:
+    """Numbered path blocks in the order given (callers pass them least reliable first)."""
+    if not paths:
+        return "(no paths found)"
+    return "\n\n".join(_block(i, p, t) for i, (p, t) in enumerate(zip(paths, texts), start=1))
+
+
 def build_context(
     query: str,
     paths: Sequence[ScoredPath],
@@ -119,7 +136,7 @@ def build_context(
         raise ValueError(f"got {len(paths)} paths but {len(texts)} texts")
     if max_tokens is not None and max_tokens < 0:
         raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
-    header = f"Question: {query}\n\nRelational paths from the knowledge graph, least to most reliable:"
+    header = CONTEXT_TEMPLATE.format(question=query, paths="").rstrip()
     ranked = sorted(zip(paths, texts), key=lambda item: (-item[0].score, item[0].hops, item[0].nodes))
     used = count_tokens(header, token_counter)
     kept: list[tuple[ScoredPath, str]] = []
@@ -132,8 +149,8 @@ def build_context(
         used += cost
     kept.reverse()
     while True:  # joining can tokenize differently from the parts: check the whole once more
-        blocks = [_block(i, path, text) for i, (path, text) in enumerate(kept, start=1)]
-        body = "\n\n".join([header, *blocks]) if blocks else header + "\n(none found)"
+        body = CONTEXT_TEMPLATE.format(question=query, paths=format_path_blocks(
+            [p for p, _ in kept], [t for _, t in kept]))
         tokens = count_tokens(body, token_counter)
         if not kept or max_tokens is None or tokens <= max_tokens:
             break

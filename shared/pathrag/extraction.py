@@ -152,7 +152,8 @@ def _clean(text: str) -> str:
         elif last.isspace() or last in _JUNK:
             hi -= 1
         elif first in _BRACKETS and partner.get(lo, hi) >= hi - 1:  # unmatched in the window, or wrapping it
-            hi -= partner.get(lo) == hi - 1
+            if partner.get(lo) == hi - 1:
+                hi -= 1
             lo += 1
         elif last in _CLOSERS and partner.get(hi - 1, -1) < lo:
             hi -= 1
@@ -211,7 +212,7 @@ def _opening(fmt: ExtractionFormat) -> re.Pattern[str]:
     td, rd = re.escape(fmt.tuple_delimiter), re.escape(fmt.record_delimiter)
     return re.compile(
         # "(" or a quote before the tag, or a bare tag (maybe bulleted) starting a line or after "##"
-        rf"(?:\([^\S\n]*{_Q}?|{_Q}|(?:^|(?<={rd}))[^\S\n]*(?:[-*•]|[0-9]+[.)])?[^\S\n]*)"
+        rf"(?:\([^\S\n]*{_Q}?|{_Q}|(?:^|(?<={rd}))[^\S\n]*(?:(?:[-*•]|[0-9]+[.)])[^\S\n]*)?)"
         rf"(?P<tag>entity|relationship|relation|content[ _-]?keywords){_Q}?[^\S\n]*{td}",
         re.IGNORECASE | re.MULTILINE,
     )
@@ -240,7 +241,8 @@ def _answer_body(text: str, fmt: ExtractionFormat) -> str:
             before -= 1
         after = _skip_closing(text, at + len(marker), rd)
         # The real end marker follows a record or a line break, or ends its line; one mid-sentence is text.
-        if not before or text.endswith(("\n", "\r", ")", rd), 0, before) or text.startswith("\n", after) or after == len(text):
+        starts_line = not before or text.endswith(("\n", "\r", ")", rd), 0, before)
+        if starts_line or after == len(text) or text.startswith("\n", after):
             return text[:at]
         at = text.find(marker, at + len(marker))
     return text

@@ -46,6 +46,7 @@ from .llm import LanguageModel, as_language_model
 from .merging import merge_entity, merge_relation, relation_key
 from .models import Entity, Relation
 from .prompts import build_summary_prompt
+from .retrieval import RetrievalResult, aretrieve, retrieve
 from .storage import Journal, read_json, write_json
 from .tokens import TokenCounter, count_tokens
 from .vectors import Embedder, InMemoryVectorIndex, VectorIndex, VectorItem
@@ -277,6 +278,19 @@ class PathRAGIndex:
     def delete(self, document_ids: Iterable[str]) -> DeleteSummary:
         """Sync twin of :meth:`adelete`."""
         return run_sync(self.adelete(document_ids))
+
+    def retrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
+        """Key paths for ``query`` from this index (see :func:`pathrag.retrieval.retrieve`).
+
+        The index's LLM extracts the query keywords unless ``keyword_llm=False``.
+        """
+        return retrieve(query, graph=self.graph, entity_index=self.entity_index,
+                        llm=self.llm if keyword_llm else None, **params)
+
+    async def aretrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
+        """Async twin of :meth:`retrieve`."""
+        return await aretrieve(query, graph=self.graph, entity_index=self.entity_index,
+                               llm=self.llm if keyword_llm else None, **params)
 
     def save(self) -> None:
         """Write every snapshot atomically (inserts and deletes already do this)."""

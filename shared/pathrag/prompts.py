@@ -28,6 +28,10 @@ __all__ = [
     "ExtractionExample",
     "GLEANING_PROMPT",
     "SUMMARY_PROMPT",
+    "KEYWORDS_PROMPT",
+    "CONTEXT_TEMPLATE",
+    "ANSWER_INSTRUCTIONS",
+    "ANSWER_TEMPLATE",
     "build_summary_prompt",
 ]
 
@@ -146,3 +150,27 @@ def build_summary_prompt(
     """
     listed = "\n".join(f"- {' '.join(d.split())}" for d in descriptions)
     return SUMMARY_PROMPT.format(name=name, descriptions=listed, language=language, max_words=max_words)
+
+
+# -- query time --------------------------------------------------------------------------------------
+
+KEYWORDS_PROMPT = """Pick the search keywords for a question that will be answered from a knowledge graph.
+- "high_level": up to 5 broad themes or concepts the question is about.
+- "low_level": up to 8 specific names the question mentions or needs: people, places, organisations, events, objects, terms. Use the exact names from the question.
+Reply with one JSON object and nothing else, for example:
+{{"high_level": ["flood defence", "accountability"], "low_level": ["Saltgate Barrier", "Greyfen Marine Company"]}}
+
+Question: {question}
+JSON:"""
+
+#: The context an answering model reads: the question first, then the paths from least to most
+#: reliable, so that the most reliable one sits right before the instructions.
+CONTEXT_TEMPLATE = """Question: {question}
+
+Relational paths from the knowledge graph, least to most reliable:
+
+{paths}"""
+
+ANSWER_INSTRUCTIONS = """Answer the question above using only the relational paths. The later a path appears, the more reliable it is; prefer it when paths disagree. Mention the entities your answer relies on. If the paths do not contain what the question asks, say that the knowledge graph does not cover it rather than guessing."""
+
+ANSWER_TEMPLATE = CONTEXT_TEMPLATE + "\n\n" + ANSWER_INSTRUCTIONS

@@ -1,0 +1,1 @@
+"""LangChain adapter for pathrag (retriever, indexer, prompt, chain, tool, CLI)."""
