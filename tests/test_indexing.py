@@ -258,6 +258,21 @@ async def test_persistence_round_trip(tmp_path):
         "llm_cache.jsonl", "relations.vectors.json"])
 
 
+async def test_save_to_another_directory_makes_a_complete_copy(tmp_path):
+    llm = ScriptedLLM()
+    index = make(llm=llm)  # in memory
+    await index.ainsert([DOC_A, DOC_B])
+    with pytest.raises(ValueError, match="no directory"):
+        index.save()
+    index.save(tmp_path / "copy")
+    copy = make(tmp_path / "copy", llm)
+    assert snapshot(copy) == snapshot(index)
+    calls = llm.calls
+    copy.delete(["b"])
+    assert (await copy.ainsert([DOC_B])).llm_calls == 0 and llm.calls == calls  # the cache came along
+    assert index.directory is None
+
+
 async def test_crash_mid_insert_then_rerun_completes_and_pays_only_the_rest(tmp_path):
     docs = [Document(id=str(i), text=f"ENTITY N{i} | concept | Node {i}.\nLINK N{i} | HUB | n{i} joins. | k | 2")
             for i in range(6)]

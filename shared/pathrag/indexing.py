@@ -292,11 +292,16 @@ class PathRAGIndex:
         return await aretrieve(query, graph=self.graph, entity_index=self.entity_index,
                                llm=self.llm if keyword_llm else None, **params)
 
-    def save(self) -> None:
-        """Write every snapshot atomically (inserts and deletes already do this)."""
-        if self.directory is None:
-            raise ValueError("this index has no directory to save to")
-        self._save()
+    def save(self, directory: str | os.PathLike[str] | None = None) -> None:
+        """Write a complete snapshot atomically, file by file, to ``directory`` (default: the index's own).
+
+        Inserts and deletes already save to the index's own directory; another directory gets a copy
+        (cache included) that ``PathRAGIndex(directory, ...)`` reopens. The index keeps its own directory.
+        """
+        target = Path(directory) if directory is not None else self.directory
+        if target is None:
+            raise ValueError("this index has no directory: call save(directory)")
+        self._save(target)
 
     def close(self) -> None:
         for journal in (self._chunk_journal, self._cache_journal):
@@ -589,21 +594,23 @@ class PathRAGIndex:
 
     def _commit(self) -> None:
         if self.directory is not None:
-            self._save()
+            self._save(self.directory)
 
-    def _save(self) -> None:
-        assert self.directory is not None
-        self.directory.mkdir(parents=True, exist_ok=True)
-        if self._chunk_journal is not None:
-            # compaction keeps live chunks and extractions that no document claims yet (a failed run's)
-            self._chunk_journal.rewrite({k: v for k, v in c.items() if k != "refs"} for c in self.chunks.values())
+    def _save(self, target: Path) -> None:
+        target.mkdir(parents=True, exist_ok=True)
+        own = self.directory is not None and target.resolve() == self.directory.resolve()
+        # compaction keeps live chunks and extractions that no document claims yet (a failed run's)
+        chunks = ({k: v for k, v in c.items() if k != "refs"} for c in self.chunks.values())
+        (self._chunk_journal if own and self._chunk_journal else Journal(target / CHUNKS_FILE)).rewrite(chunks)
+        if not own and self.config.cache:
+            Journal(target / CACHE_FILE).rewrite({"key": k, "answer": a} for k, a in self._cache.items())
         for name, index in self.vector_indexes.items():
             if isinstance(index, InMemoryVectorIndex):
-                index.save(self.directory / VECTOR_FILES[name])
+                index.save(target / VECTOR_FILES[name])
         if self._owns_graph and isinstance(self.graph, NetworkXGraphStore):
-            self.graph.save(self.directory)
-        write_json(self.directory / STATE_FILE,
-                   {"version": 1, "documents": self.documents, "summaries": self.summaries})
+            self.graph.save(target)
+        # the document table is the commit record: written last
+        write_json(target / STATE_FILE, {"version": 1, "documents": self.documents, "summaries": self.summaries})
 
 
 def _as_documents(documents: Iterable[Document | str]) -> list[Document]:

@@ -1,0 +1,108 @@
+"""The answering prompt and an LCEL chain: question → key paths → prompt → model → answer.
+
+The prompt puts the question first, then the paths from least to most reliable (the most reliable
+right before the instructions), then asks to answer only from them. Its wording is the core's
+(:data:`pathrag.prompts.ANSWER_TEMPLATE`).
+
+>>> from langchain_core.documents import Document
+>>> weak = Document(page_content="A -> B", metadata={"kind": "path", "score": 0.2, "nodes": ["A", "B"]})
+>>> strong = Document(page_content="A -> C", metadata={"kind": "path", "score": 0.9, "nodes": ["A", "C"]})
+>>> print(format_paths([strong, weak]))
+Path 1 (1 hop, reliability 0.200):
+A -> B
+<BLANKLINE>
+Path 2 (1 hop, reliability 0.900):
+A -> C
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.language_models import BaseLanguageModel
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
+from langchain_core.runnables import Runnable, RunnableLambda, RunnableParallel, RunnablePassthrough
+
+from pathrag import ScoredPath
+from pathrag.context import format_path_blocks
+from pathrag.prompts import ANSWER_TEMPLATE
+
+__all__ = ["PATHRAG_PROMPT", "create_pathrag_chain", "format_paths"]
+
+#: Variables ``question`` and ``paths`` (the output of :func:`format_paths`).
+PATHRAG_PROMPT = ChatPromptTemplate.from_messages([("human", ANSWER_TEMPLATE)])
+
+
+def _is_path(doc: Document) -> bool:
+    nodes = doc.metadata.get("nodes")
+    return doc.metadata.get("kind") == "path" and isinstance(nodes, (list, tuple)) and len(nodes) >= 2
+
+
+def _score(doc: Document) -> float:
+    try:
+        return float(doc.metadata.get("score", 0.0))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def format_paths(docs: Sequence[Document]) -> str:
+    """The retrieved documents as numbered blocks, from least to most reliable.
+
+    Entity fills (``kind == "entity"``, and any document that is not a path) count as the least
+    reliable and come first; then the paths by ascending score. Equal scores keep the retriever's
+    order, reversed. No documents: ``"(no paths found)"``.
+    """
+    ranked = sorted(reversed(list(docs)), key=lambda d: (_is_path(d), _score(d)))
+    paths = [d for d in ranked if _is_path(d)]
+    blocks = [f"Entity {i} (on no path):\n{d.page_content}"
+              for i, d in enumerate((d for d in ranked if not _is_path(d)), start=1)]
+    if paths or not blocks:
+        blocks.append(format_path_blocks([ScoredPath(nodes=tuple(d.metadata["nodes"]), score=_score(d)) for d in paths],
+                                         [d.page_content for d in paths]))
+    return "\n\n".join(blocks)
+
+
+def _question(value: Any) -> str:
+    if isinstance(value, Mapping) and "question" in value:
+        value = value["question"]
+    if not isinstance(value, str):
+        raise TypeError(f'expected a question string or {{"question": str}}, got {type(value).__name__}')
+    return value
+
+
+def _prompt_values(retrieved: Mapping[str, Any]) -> dict[str, str]:
+    return {"question": retrieved["question"], "paths": format_paths(retrieved["paths"])}
+
+
+def create_pathrag_chain(
+    retriever: Runnable[str, list[Document]],
+    llm: BaseLanguageModel,
+    *,
+    prompt: BasePromptTemplate = PATHRAG_PROMPT,
+    return_paths: bool = False,
+) -> Runnable[Any, Any]:
+    """An LCEL chain answering a question (a ``str`` or ``{"question": str}``) from the key paths.
+
+    Returns the answer string, or with ``return_paths=True`` a dict ``{"question", "paths", "answer"}``
+    where ``paths`` are the retrieved documents (best first). ``invoke``, ``ainvoke``, ``batch``,
+    ``stream`` and ``astream`` all work; streaming yields the answer as the model writes it.
+
+    >>> from langchain_core.language_models import FakeListChatModel
+    >>> from langchain_core.documents import Document
+    >>> path = Document(page_content="MARA -> SALTMERE", metadata={"kind": "path", "score": 1.0,
+    ...                                                           "nodes": ["MARA", "SALTMERE"]})
+    >>> paths = RunnableLambda(lambda question: [path])
+    >>> chain = create_pathrag_chain(paths, FakeListChatModel(responses=["Mara lives in Saltmere."]))
+    >>> chain.invoke("Where does Mara live?")
+    'Mara lives in Saltmere.'
+    >>> sorted(create_pathrag_chain(paths, FakeListChatModel(responses=["ok"]), return_paths=True).invoke(
+    ...     {"question": "Where?"}))
+    ['answer', 'paths', 'question']
+    """
+    answer = RunnableLambda(_prompt_values) | prompt | llm | StrOutputParser()
+    retrieve = RunnableLambda(_question) | RunnableParallel(question=RunnablePassthrough(), paths=retriever)
+    chain = retrieve | (RunnablePassthrough.assign(answer=answer) if return_paths else answer)
+    return chain.with_config(run_name="pathrag_chain")

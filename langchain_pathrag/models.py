@@ -1,0 +1,218 @@
+"""Translation between LangChain components and the core's protocols.
+
+* :class:`LangChainLanguageModel` — any ``BaseChatModel`` / ``BaseLLM`` as a :class:`pathrag.LanguageModel`.
+* :class:`LangChainEmbedder` — any LangChain ``Embeddings`` as a :class:`pathrag.Embedder`.
+* :class:`LangChainVectorIndex` — any LangChain ``VectorStore`` as a :class:`pathrag.VectorIndex`.
+* :class:`PathRAGEmbeddings` — the other way round: a core embedder (e.g. the model-free
+  :class:`pathrag.HashingEmbedder`) as LangChain ``Embeddings``, for offline demos and tests.
+
+>>> from langchain_core.language_models import FakeListChatModel
+>>> llm = LangChainLanguageModel(FakeListChatModel(responses=["pong"]))
+>>> llm.complete("ping"), llm.name
+('pong', 'fake-list-chat-model:...')
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseLanguageModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.vectorstores import VectorStore
+
+from pathrag import Embedder, VectorHit, VectorItem
+
+__all__ = ["LangChainEmbedder", "LangChainLanguageModel", "LangChainVectorIndex", "PathRAGEmbeddings"]
+
+
+def _text(output: Any) -> str:
+    """Chat models answer with a message (``str`` or content blocks), text LLMs with a ``str``."""
+    if isinstance(output, BaseMessage):
+        return str(output.text)
+    if isinstance(output, str):
+        return output
+    raise TypeError(f"expected a message or a str from the model, got {type(output).__name__}")
+
+
+def _model_name(llm: BaseLanguageModel) -> str:
+    """``<llm type>:<model name>``, or a digest of the identifying parameters when there is no name.
+
+    It keys the index's LLM cache: answers recorded with one model are not reused for another.
+    """
+    model = llm._get_ls_params().get("ls_model_name")
+    if not model:
+        params = json.dumps(dict(llm._identifying_params), sort_keys=True, default=str)
+        model = hashlib.sha256(params.encode("utf-8")).hexdigest()[:12]
+    kind = getattr(llm, "_llm_type", type(llm).__name__)  # chat models and LLMs define it
+    return f"{kind}:{model}"
+
+
+class LangChainLanguageModel:
+    """A LangChain chat model or text LLM as a :class:`pathrag.LanguageModel` (text in, text out).
+
+    ``config`` is passed to every call: give it ``callbacks`` (e.g. ``run_manager.get_child()``) to make
+    the calls child runs of yours, and ``tags`` / ``run_name`` so they can be told apart in traces and
+    ``astream_events``.
+    """
+
+    def __init__(self, llm: BaseLanguageModel, *, config: RunnableConfig | None = None,
+                 name: str | None = None) -> None:
+        if not isinstance(llm, BaseLanguageModel):
+            raise TypeError(f"expected a LangChain chat model or LLM, got {type(llm).__name__}")
+        self.llm = llm
+        self.config = config
+        self.name = name or _model_name(llm)
+
+    def complete(self, prompt: str) -> str:
+        return _text(self.llm.invoke(prompt, config=self.config))
+
+    async def acomplete(self, prompt: str) -> str:
+        return _text(await self.llm.ainvoke(prompt, config=self.config))
+
+    def __repr__(self) -> str:
+        return f"LangChainLanguageModel(name={self.name!r})"
+
+
+class LangChainEmbedder:
+    """LangChain ``Embeddings`` as a :class:`pathrag.Embedder` (texts are embedded as documents)."""
+
+    def __init__(self, embeddings: Embeddings) -> None:
+        if not isinstance(embeddings, Embeddings):
+            raise TypeError(f"expected LangChain Embeddings, got {type(embeddings).__name__}")
+        self.embeddings = embeddings
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embeddings.embed_documents(list(texts))
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        return await self.embeddings.aembed_documents(list(texts))
+
+
+class PathRAGEmbeddings(Embeddings):
+    """A core :class:`pathrag.Embedder` as LangChain ``Embeddings``.
+
+    >>> from pathrag import HashingEmbedder
+    >>> embeddings = PathRAGEmbeddings(HashingEmbedder(64))
+    >>> len(embeddings.embed_query("harbour pilot"))
+    64
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embedder.embed(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embedder.embed([text])[0]
+
+    async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+        return await self.embedder.aembed(texts)
+
+    async def aembed_query(self, text: str) -> list[float]:
+        return (await self.embedder.aembed([text]))[0]
+
+
+class LangChainVectorIndex:
+    """A LangChain ``VectorStore`` as a :class:`pathrag.VectorIndex`.
+
+    * Upsert: documents whose text and metadata are already stored under their id are skipped (when
+      the store supports ``get_by_ids``); changed ones are deleted first, since not every store
+      overwrites an id on ``add_documents``. Then ``add_documents(docs, ids=...)``.
+    * Query: ``similarity_search_with_score``. Hits keep the store's order (best first) and its raw
+      score, whose meaning depends on the store (``InMemoryVectorStore``: cosine similarity; some
+      stores: a distance, lower is closer). PathRAG only uses the order.
+    * Delete: ``delete(ids)``, never called with an empty list (some stores then delete everything).
+
+    Give each of the entity, relation and chunk indexes its own store (or collection): their
+    documents are told apart by nothing else.
+
+    >>> from langchain_core.vectorstores import InMemoryVectorStore
+    >>> from pathrag import HashingEmbedder
+    >>> index = LangChainVectorIndex(InMemoryVectorStore(PathRAGEmbeddings(HashingEmbedder())))
+    >>> index.upsert([VectorItem("e1", "harbour pilot", {"name": "MARA"}), VectorItem("e2", "sea wall")])
+    >>> [(hit.id, hit.metadata) for hit in index.query("the harbour pilot", k=1)]
+    [('e1', {'name': 'MARA'})]
+    """
+
+    def __init__(self, store: VectorStore) -> None:
+        if not isinstance(store, VectorStore):
+            raise TypeError(f"expected a LangChain VectorStore, got {type(store).__name__}")
+        self.store = store
+
+    def upsert(self, items: Sequence[VectorItem]) -> None:
+        docs = _documents(items)
+        if not docs:
+            return
+        try:
+            stored = self.store.get_by_ids(list(docs))
+        except NotImplementedError:
+            stored = None
+        todo, stale = _changes(docs, stored)
+        if stale:
+            self.store.delete(stale)
+        if todo:
+            self.store.add_documents(todo, ids=[doc.id for doc in todo])
+
+    async def aupsert(self, items: Sequence[VectorItem]) -> None:
+        docs = _documents(items)
+        if not docs:
+            return
+        try:
+            stored = await self.store.aget_by_ids(list(docs))
+        except NotImplementedError:
+            stored = None
+        todo, stale = _changes(docs, stored)
+        if stale:
+            await self.store.adelete(stale)
+        if todo:
+            await self.store.aadd_documents(todo, ids=[doc.id for doc in todo])
+
+    def query(self, text: str, k: int) -> list[VectorHit]:
+        if k <= 0:
+            return []
+        return [_hit(doc, score) for doc, score in self.store.similarity_search_with_score(text, k=k)]
+
+    async def aquery(self, text: str, k: int) -> list[VectorHit]:
+        if k <= 0:
+            return []
+        return [_hit(doc, score) for doc, score in await self.store.asimilarity_search_with_score(text, k=k)]
+
+    def delete(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if ids:
+            self.store.delete(ids)
+
+    async def adelete(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        if ids:
+            await self.store.adelete(ids)
+
+    def __repr__(self) -> str:
+        return f"LangChainVectorIndex({type(self.store).__name__})"
+
+
+def _documents(items: Sequence[VectorItem]) -> dict[str, Document]:
+    # the last of duplicate ids wins, as in the core's own index
+    return {item.id: Document(id=item.id, page_content=item.text, metadata=dict(item.metadata)) for item in items}
+
+
+def _changes(docs: dict[str, Document], stored: list[Document] | None) -> tuple[list[Document], list[str]]:
+    """What to add, and which of those ids to delete first (all of them when the store cannot tell)."""
+    if stored is None:
+        return list(docs.values()), list(docs)
+    known = {doc.id: doc for doc in stored}
+    todo = [doc for doc_id, doc in docs.items()
+            if doc_id not in known or (known[doc_id].page_content, known[doc_id].metadata)
+            != (doc.page_content, doc.metadata)]
+    return todo, [doc.id for doc in todo if doc.id in known]  # type: ignore[misc]
+
+
+def _hit(doc: Document, score: float) -> VectorHit:
+    return VectorHit(doc.id or "", float(score), dict(doc.metadata))
