@@ -164,6 +164,7 @@ class NetworkXGraphStore:
         def adjacent(u: Any, v: Any) -> bool:
             return v in out_adj[u] or (in_adj is not None and v in in_adj[u])
 
+        keep = keep if isinstance(keep, (set, frozenset)) else set(keep)
         result: dict[str, Neighborhood] = {}
         for u, limit in requests.items():
             if u not in out_adj:
@@ -171,6 +172,8 @@ class NetworkXGraphStore:
             d = degree(u)
             if limit is None or d <= limit:
                 candidates: Iterable[Any] = listed(u)
+            elif d <= len(keep):  # scan whichever side is smaller
+                candidates = (v for v in listed(u) if v in keep)
             else:
                 candidates = (v for v in keep if v in out_adj and adjacent(u, v))
             result[u] = Neighborhood(d, {v: degree(v) for v in candidates if v != u})
