@@ -1,27 +1,42 @@
 """LangChain adapter for pathrag: indexer, retriever, answering prompt and chain.
 
+Names are imported on first use, so the ``pathrag`` command starts without loading LangChain's chain
+machinery it does not need.
+
 >>> from langchain_pathrag import PATHRAG_PROMPT
 >>> sorted(PATHRAG_PROMPT.input_variables)
 ['paths', 'question']
 """
 
-from .chains import PATHRAG_PROMPT, create_pathrag_chain, format_paths
-from .indexer import EXTRACTION_TAG, PathRAGIndexer, document_id
-from .models import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings
-from .retrievers import ENTITY_SEARCH_TAG, KEYWORDS_TAG, PathRAGRetriever
+from __future__ import annotations
 
-__all__ = [
-    "ENTITY_SEARCH_TAG",
-    "EXTRACTION_TAG",
-    "KEYWORDS_TAG",
-    "PATHRAG_PROMPT",
-    "LangChainEmbedder",
-    "LangChainLanguageModel",
-    "LangChainVectorIndex",
-    "PathRAGEmbeddings",
-    "PathRAGIndexer",
-    "PathRAGRetriever",
-    "create_pathrag_chain",
-    "document_id",
-    "format_paths",
-]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "PATHRAG_PROMPT": "chains", "create_pathrag_chain": "chains", "format_paths": "chains",
+    "EXTRACTION_TAG": "indexer", "PathRAGIndexer": "indexer", "document_id": "indexer",
+    "LangChainEmbedder": "models", "LangChainLanguageModel": "models", "LangChainVectorIndex": "models",
+    "PathRAGEmbeddings": "models",
+    "ENTITY_SEARCH_TAG": "retrievers", "KEYWORDS_TAG": "retrievers", "PathRAGRetriever": "retrievers",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .chains import PATHRAG_PROMPT, create_pathrag_chain, format_paths
+    from .indexer import EXTRACTION_TAG, PathRAGIndexer, document_id
+    from .models import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings
+    from .retrievers import ENTITY_SEARCH_TAG, KEYWORDS_TAG, PathRAGRetriever
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'langchain_pathrag' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -62,3 +62,12 @@ def test_offline_default_counter_never_raises(tmp_path):
 @pytest.mark.parametrize("text", ["", " ", "\n\n", "🙂🙂", "x" * 1000])
 def test_count_never_negative(text):
     assert count_tokens(text, approximate_token_count) >= 0
+
+
+def test_environment_can_skip_tiktoken(monkeypatch):
+    default_token_counter.cache_clear()
+    monkeypatch.setenv("PATHRAG_TOKENIZER", "approximate")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no download attempt, so no fallback warning either
+        assert default_token_counter() is approximate_token_count
+    default_token_counter.cache_clear()

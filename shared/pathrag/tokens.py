@@ -12,6 +12,7 @@ approximately instead of raising. Anything that takes ``token_counter=`` accepts
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 import warnings
@@ -40,7 +41,12 @@ def approximate_token_count(text: str) -> int:
 
 @lru_cache(maxsize=8)
 def default_token_counter(encoding: str = DEFAULT_ENCODING) -> TokenCounter:
-    """A counter for ``encoding``; if tiktoken cannot load it, the approximation (with one warning)."""
+    """A counter for ``encoding``; if tiktoken cannot load it, the approximation (with one warning).
+
+    ``PATHRAG_TOKENIZER=approximate`` in the environment skips tiktoken (and its download attempt).
+    """
+    if os.environ.get("PATHRAG_TOKENIZER", "").lower() == "approximate":
+        return approximate_token_count
     with _lock:
         try:
             import tiktoken
