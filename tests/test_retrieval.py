@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pathrag import Document, HashingEmbedder, IndexConfig, Keywords, PathRAGIndex, VectorHit
+from pathrag import Document, HashingEmbedder, IndexConfig, Keywords, PathRAGIndex, RetrievalParams, VectorHit
 from pathrag.llm import as_language_model
 from pathrag.prompts import KEYWORDS_PROMPT
 from pathrag.retrieval import parse_keywords, pick_seeds
@@ -129,5 +129,9 @@ def test_bad_input(index):
         index.retrieve(42)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="unknown retrieval parameter"):
         index.retrieve("Mara", keyword_llm=False, topk=3)
+    with pytest.raises(ValueError, match="alpha"):
+        RetrievalParams(alpha=1.5)
+    with pytest.raises(ValueError, match="paths_per_pair"):
+        RetrievalParams(paths_per_pair=0)
     with pytest.raises(ValueError, match="num_seeds"):
         index.retrieve("Mara", keyword_llm=False, num_seeds=-1)

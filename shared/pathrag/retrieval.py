@@ -35,7 +35,7 @@ from .graph import GraphStore
 from .llm import LanguageModel
 from .models import Entity, Relation, ScoredPath
 from .prompts import KEYWORDS_PROMPT
-from .pruning import afind_key_paths, find_key_paths
+from .pruning import _Params, afind_key_paths, find_key_paths
 from .vectors import VectorHit, VectorIndex
 
 __all__ = [
@@ -75,6 +75,10 @@ class RetrievalParams:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        if self.paths_per_pair is not None and (
+                not isinstance(self.paths_per_pair, int) or self.paths_per_pair < 1):
+            raise ValueError(f"paths_per_pair must be a positive int or None, got {self.paths_per_pair!r}")
+        _Params.checked(self.alpha, self.theta, self.max_hops, self.directed)  # fail at construction
 
     def path_kwargs(self) -> dict[str, Any]:
         return {"alpha": self.alpha, "theta": self.theta, "max_hops": self.max_hops, "top_k": self.top_k,

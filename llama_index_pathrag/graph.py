@@ -1,0 +1,384 @@
+"""Any LlamaIndex ``PropertyGraphStore`` seen through pathrag's :class:`~pathrag.GraphStore` protocol.
+
+Translation rules (read side):
+
+* An entity is an ``EntityNode``; its name is the node id, kept as stored (graphs built by LlamaIndex's
+  own extractors keep their case). Label → ``type`` (LlamaIndex's untyped default ``"entity"`` → ``""``),
+  property ``description`` (or the GraphRAG cookbook's ``entity_description``) → ``description``.
+* A relation is any ``Relation`` between two entities. Properties ``description`` (or
+  ``relationship_description``), ``keywords``, ``weight`` and ``source_ids`` are read when present; without
+  a ``keywords`` property the label becomes the keyword (``WORKS_AT`` → ``works at``), so triplets from
+  ``SimpleLLMPathExtractor`` read well. Several relations between one pair read as one, merged with
+  :func:`pathrag.merging.merge_relation` in label order (the core has one relation per pair).
+* Provenance is not knowledge: ``ChunkNode`` endpoints and the ``SOURCE``/``MENTIONS``/``PARENT``/
+  ``CHILD``/``NEXT``/``PREVIOUS`` relations (``ignore_relations``) are left out of traversal.
+
+Round trips. ``neighborhoods`` needs each requested node's neighbours *and their degrees*. It reads the
+incident triplets of the requested nodes with one batched ``get_triplets(entity_names=...)``, then those
+of the listed neighbours with a second one, and keeps what it read: the next hop's frontier was this
+hop's neighbours, so a search of ``h`` hops costs about ``h + 1`` calls in all, and the final
+``get_relations`` for the path texts costs none. A requested node without any triplet costs one
+``get(ids=...)`` to tell an isolated entity from an unknown one. Because of that cache an adapter is
+meant to live for one query (:class:`~llama_index_pathrag.PathRAGRetriever` makes one per query); its
+own writes clear it.
+
+Writes (used by :class:`~llama_index_pathrag.PathRAGExtractor` to merge into what is stored) keep every
+other property of a stored node, and write relations under one label, ``relation_label``. Deletes are
+not offered: ``PropertyGraphStore.delete`` cannot remove one relation, and
+``SimplePropertyGraphStore.delete`` also drops the neighbouring nodes.
+
+>>> from llama_index.core.graph_stores import SimplePropertyGraphStore
+>>> from llama_index.core.graph_stores.types import EntityNode, Relation
+>>> store = SimplePropertyGraphStore()
+>>> store.upsert_nodes([EntityNode(name="Alice", label="PERSON"), EntityNode(name="Acme")])
+>>> store.upsert_relations([Relation(label="WORKS_AT", source_id="Alice", target_id="Acme")])
+>>> graph = PropertyGraphStoreAdapter(store)
+>>> graph.neighborhoods({"Alice": None})["Alice"]
+Neighborhood(degree=1, neighbors={'Acme': 1})
+>>> graph.get_relations([("Acme", "Alice")])[("Acme", "Alice")].keywords
+('works at',)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from llama_index.core.graph_stores import SimplePropertyGraphStore
+from llama_index.core.graph_stores.types import (
+    TRIPLET_SOURCE_KEY,
+    ChunkNode,
+    EntityNode,
+    LabelledNode,
+    PropertyGraphStore,
+    Triplet,
+)
+from llama_index.core.graph_stores.types import Relation as StoreRelation
+
+from pathrag import Entity, Neighborhood, Relation
+from pathrag.merging import merge_relation
+
+__all__ = [
+    "DEFAULT_IGNORED_RELATIONS",
+    "RELATION_LABEL",
+    "PropertyGraphStoreAdapter",
+    "entity_from_node",
+    "entity_id",
+    "entity_to_node",
+    "relation_from_store",
+    "relation_to_store",
+]
+
+#: Provenance and document-structure relations, not knowledge: never traversed.
+DEFAULT_IGNORED_RELATIONS = frozenset({"SOURCE", "MENTIONS", "PARENT", "CHILD", "NEXT", "PREVIOUS"})
+#: The label of the relations pathrag writes (the core keys relations by pair; the label is constant).
+RELATION_LABEL = "RELATED_TO"
+UNTYPED_LABEL = "entity"  # EntityNode's default label
+
+T = TypeVar("T", Entity, Relation)
+Merge = Callable[[T, T], T]
+
+
+def entity_id(name: str) -> str:
+    """The id LlamaIndex gives ``EntityNode(name=name)`` (double quotes become spaces)."""
+    return EntityNode(name=name).id
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [s.strip() for s in value.split(",")]
+    return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
+
+
+def _sources(props: Mapping[str, Any]) -> list[str]:
+    listed = _strings(props.get("source_ids"))
+    return listed or ([str(props[TRIPLET_SOURCE_KEY])] if props.get(TRIPLET_SOURCE_KEY) else [])
+
+
+def entity_from_node(node: LabelledNode) -> Entity:
+    """The core view of a stored ``EntityNode``.
+
+    >>> entity_from_node(EntityNode(name="Alice", label="PERSON", properties={"description": "A pilot."}))
+    Entity(name='Alice', type='PERSON', description='A pilot.', source_ids=())
+    """
+    props = node.properties
+    return Entity(
+        name=node.id,
+        type="" if not node.label or node.label == UNTYPED_LABEL else node.label,
+        description=str(props.get("description") or props.get("entity_description") or ""),
+        source_ids=_sources(props),
+    )
+
+
+def relation_from_store(relation: StoreRelation) -> Relation:
+    """The core view of a stored ``Relation``; the label is the keyword when there is no ``keywords``.
+
+    >>> relation_from_store(StoreRelation(label="WORKS_AT", source_id="Alice", target_id="Acme")).keywords
+    ('works at',)
+    """
+    props = relation.properties
+    weight = props.get("weight", 1.0)
+    return Relation(
+        source=relation.source_id,
+        target=relation.target_id,
+        description=str(props.get("description") or props.get("relationship_description") or ""),
+        keywords=_strings(props["keywords"]) if "keywords" in props else [relation.label.replace("_", " ").lower()],
+        weight=float(weight) if isinstance(weight, (int, float)) and not isinstance(weight, bool) else 1.0,
+        source_ids=_sources(props),
+    )
+
+
+class _EntityNode(EntityNode):
+    """An ``EntityNode`` embedded as ``NAME\\ndescription`` (as the core embeds entities).
+
+    LlamaIndex embeds KG nodes as ``str(node)``, which for a plain ``EntityNode`` includes every property
+    (chunk ids, file names...). Stores keep only the fields, so a reloaded node is a plain ``EntityNode``.
+    """
+
+    def __str__(self) -> str:
+        description = self.properties.get("description")
+        return f"{self.name}\n{description}" if description else self.name
+
+
+def entity_to_node(entity: Entity, properties: Mapping[str, Any] | None = None, label: str | None = None) -> EntityNode:
+    """The ``EntityNode`` for ``entity``: label = type (``label`` or ``"entity"`` if untyped), ``description``.
+
+    >>> node = entity_to_node(Entity(name="ALICE", type="person", description="A pilot."))
+    >>> node.label, node.properties, str(node)
+    ('person', {'description': 'A pilot.'}, 'ALICE\\nA pilot.')
+    """
+    return _EntityNode(name=entity.name, label=entity.type or label or UNTYPED_LABEL,
+                       properties={**(properties or {}), "description": entity.description})
+
+
+def relation_to_store(relation: Relation, label: str = RELATION_LABEL) -> StoreRelation:
+    """The stored ``Relation``: properties ``description``, ``keywords``, ``weight``, ``source_ids``."""
+    return StoreRelation(label=label, source_id=relation.source, target_id=relation.target, properties={
+        "description": relation.description, "keywords": list(relation.keywords), "weight": relation.weight,
+        "source_ids": list(relation.source_ids)})
+
+
+class PropertyGraphStoreAdapter:
+    """pathrag's :class:`~pathrag.GraphStore` over any LlamaIndex ``PropertyGraphStore`` (see the module doc).
+
+    ``ignore_relations``: relation labels never traversed. ``relation_label``: the label of written relations.
+    """
+
+    def __init__(
+        self,
+        store: PropertyGraphStore,
+        *,
+        ignore_relations: Collection[str] = DEFAULT_IGNORED_RELATIONS,
+        relation_label: str = RELATION_LABEL,
+    ) -> None:
+        if not isinstance(store, PropertyGraphStore):
+            raise TypeError(f"expected a llama_index PropertyGraphStore, got {type(store).__name__}")
+        self.store = store
+        self.ignore_relations = frozenset(ignore_relations)
+        self.relation_label = relation_label
+        # node id -> its knowledge triplets as (source id, target id, relation); []: an isolated entity
+        self._triplets: dict[str, list[tuple[str, str, StoreRelation]]] = {}
+
+    # -- reading triplets (the only store I/O of traversal) ------------------------------------------
+
+    def _missing(self, names: Iterable[str]) -> list[str]:
+        return [n for n in dict.fromkeys(names) if n not in self._triplets]
+
+    def _absorb(self, names: list[str], triplets: Iterable[Triplet]) -> list[str]:
+        """Cache the knowledge triplets of ``names``; return those with none (isolated or unknown)."""
+        wanted = set(names)
+        found: dict[str, list[tuple[str, str, StoreRelation]]] = {n: [] for n in names}
+        seen: set[tuple[str, str, str]] = set()
+        for source, relation, target in triplets:
+            if (relation.label in self.ignore_relations or isinstance(source, ChunkNode)
+                    or isinstance(target, ChunkNode)):
+                continue
+            key = (source.id, relation.label, target.id)
+            if key in seen:  # a store may return a triplet once per matching end
+                continue
+            seen.add(key)
+            for end in {source.id, target.id} & wanted:
+                found[end].append((source.id, target.id, relation))
+        self._triplets.update((n, t) for n, t in found.items() if t)
+        return [n for n, t in found.items() if not t]
+
+    def _settle(self, empty: list[str], nodes: Sequence[LabelledNode]) -> None:
+        """Record which of the triplet-less names are entities (degree 0); the others stay unknown."""
+        asked = set(empty)
+        self._triplets.update((node.id, []) for node in nodes if node.id in asked and isinstance(node, EntityNode))
+
+    def _load(self, names: Iterable[str]) -> None:
+        missing = self._missing(names)
+        empty = self._absorb(missing, self.store.get_triplets(entity_names=missing)) if missing else []
+        if empty:
+            self._settle(empty, self.store.get(ids=empty))
+
+    async def _aload(self, names: Iterable[str]) -> None:
+        missing = self._missing(names)
+        empty = self._absorb(missing, await self.store.aget_triplets(entity_names=missing)) if missing else []
+        if empty:
+            self._settle(empty, await self.store.aget(ids=empty))
+
+    def _neighbors(self, name: str, directed: bool) -> dict[str, None]:
+        """Distinct traversal neighbours in first-seen order; self-loops excluded."""
+        out = (t if s == name else s for s, t, _ in self._triplets[name] if s == name or not directed)
+        return dict.fromkeys(v for v in out if v != name)
+
+    # -- traversal -------------------------------------------------------------------------------------
+
+    def _listed(
+        self, requests: Mapping[str, int | None], directed: bool, keep: Collection[str]
+    ) -> dict[str, tuple[int, list[str]]]:
+        listed = {}
+        for u, limit in requests.items():
+            if u not in self._triplets:
+                continue  # unknown
+            around = self._neighbors(u, directed)
+            shown = list(around) if limit is None or len(around) <= limit else [v for v in keep if v in around]
+            listed[u] = (len(around), shown)
+        return listed
+
+    def _answer(self, listed: Mapping[str, tuple[int, list[str]]], directed: bool) -> dict[str, Neighborhood]:
+        return {u: Neighborhood(d, {v: len(self._neighbors(v, directed)) for v in shown})
+                for u, (d, shown) in listed.items()}
+
+    def neighborhoods(
+        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
+    ) -> dict[str, Neighborhood]:
+        self._load(requests)
+        listed = self._listed(requests, directed, keep)
+        self._load(v for _, shown in listed.values() for v in shown)
+        return self._answer(listed, directed)
+
+    async def aneighborhoods(
+        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
+    ) -> dict[str, Neighborhood]:
+        await self._aload(requests)
+        listed = self._listed(requests, directed, keep)
+        await self._aload(v for _, shown in listed.values() for v in shown)
+        return self._answer(listed, directed)
+
+    # -- entities and relations ------------------------------------------------------------------------
+
+    def get_entities(self, names: Iterable[str]) -> dict[str, Entity]:
+        names = list(dict.fromkeys(names))
+        return _entities(self.store.get(ids=names)) if names else {}  # get(ids=[]) returns every node
+
+    async def aget_entities(self, names: Iterable[str]) -> dict[str, Entity]:
+        names = list(dict.fromkeys(names))
+        return _entities(await self.store.aget(ids=names)) if names else {}
+
+    def _relations(
+        self, pairs: Iterable[tuple[str, str]], labels: Collection[str] | None
+    ) -> dict[tuple[str, str], Relation]:
+        found = {}
+        for a, b in pairs:
+            stored = sorted(((r.label, s, t), r) for s, t, r in self._triplets.get(a, ())
+                            if {s, t} == {a, b} and (labels is None or r.label in labels))
+            if stored:  # sorted: stores list triplets in no fixed order (the in-memory one from a set)
+                found[(a, b)] = merge_relation([relation_from_store(r) for _, r in stored])
+        return found
+
+    def get_relations(
+        self, pairs: Iterable[tuple[str, str]], *, labels: Collection[str] | None = None
+    ) -> dict[tuple[str, str], Relation]:
+        """Relations by pair, either direction; ``labels`` restricts them to those relation labels."""
+        pairs = [(a, b) for a, b in pairs]
+        self._load(a for a, _ in pairs)
+        return self._relations(pairs, labels)
+
+    async def aget_relations(
+        self, pairs: Iterable[tuple[str, str]], *, labels: Collection[str] | None = None
+    ) -> dict[tuple[str, str], Relation]:
+        pairs = [(a, b) for a, b in pairs]
+        await self._aload(a for a, _ in pairs)
+        return self._relations(pairs, labels)
+
+    # -- writes ----------------------------------------------------------------------------------------
+
+    def _nodes(self, entities: Sequence[Entity], stored: Sequence[LabelledNode]) -> list[LabelledNode]:
+        old = {node.id: node for node in stored if isinstance(node, EntityNode)}
+        return [entity_to_node(e, old[e.name].properties, old[e.name].label) if e.name in old else entity_to_node(e)
+                for e in entities]
+
+    def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
+        """Insert or update entities, keeping the other properties of stored nodes."""
+        entities = list(entities)
+        stored = self.store.get(ids=[e.name for e in entities]) if entities else []
+        if merge is not None:
+            entities = _merged(entities, _entities(stored), merge, lambda e: e.name)
+        self._triplets.clear()
+        if entities:
+            self.store.upsert_nodes(self._nodes(entities, stored))
+
+    async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
+        entities = list(entities)
+        stored = await self.store.aget(ids=[e.name for e in entities]) if entities else []
+        if merge is not None:
+            entities = _merged(entities, _entities(stored), merge, lambda e: e.name)
+        self._triplets.clear()
+        if entities:
+            await self.store.aupsert_nodes(self._nodes(entities, stored))
+
+    def _replace(self, relations: Sequence[Relation]) -> list[StoreRelation]:
+        """Store relations for ``relations``; on the in-memory store, first drop those they replace.
+
+        ``SimplePropertyGraphStore`` keeps the first relation written for a triplet (either way round
+        here, as pathrag relations are undirected). Other stores decide on upsert whether properties
+        are updated (Neo4j's does not: its ``apoc.merge.relationship`` sets them on create only).
+        """
+        label = self.relation_label
+        if isinstance(self.store, SimplePropertyGraphStore):
+            graph = self.store.graph
+            for r in relations:
+                for s, t in (r.pair, r.pair[::-1]):
+                    graph.triplets.discard((s, label, t))
+                    graph.delete_relation(StoreRelation(label=label, source_id=s, target_id=t))
+        self._triplets.clear()
+        return [relation_to_store(r, label) for r in relations]
+
+    def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
+        """Insert or replace relations (label ``relation_label``); ``merge`` sees the stored one of that label."""
+        relations = list(relations)
+        if merge is not None:
+            stored = self.get_relations([r.pair for r in relations], labels=[self.relation_label])
+            relations = _merged(relations, stored, merge, lambda r: r.pair)
+        if relations:
+            self.store.upsert_relations(self._replace(relations))
+
+    async def aupsert_relations(
+        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None
+    ) -> None:
+        relations = list(relations)
+        if merge is not None:
+            stored = await self.aget_relations([r.pair for r in relations], labels=[self.relation_label])
+            relations = _merged(relations, stored, merge, lambda r: r.pair)
+        if relations:
+            await self.store.aupsert_relations(self._replace(relations))
+
+    def delete_entities(self, names: Iterable[str]) -> None:
+        raise NotImplementedError(_NO_DELETE)
+
+    async def adelete_entities(self, names: Iterable[str]) -> None:
+        raise NotImplementedError(_NO_DELETE)
+
+    def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
+        raise NotImplementedError(_NO_DELETE)
+
+    async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
+        raise NotImplementedError(_NO_DELETE)
+
+    def __repr__(self) -> str:
+        return f"PropertyGraphStoreAdapter({type(self.store).__name__})"
+
+
+_NO_DELETE = ("PropertyGraphStoreAdapter does not delete: PropertyGraphStore.delete cannot remove a single "
+              "relation (and the in-memory store's also drops neighbouring nodes); delete through the store itself")
+
+
+def _entities(nodes: Iterable[LabelledNode]) -> dict[str, Entity]:
+    return {node.id: entity_from_node(node) for node in nodes if isinstance(node, EntityNode)}
+
+
+def _merged(items: list[T], stored: Mapping[Any, T], merge: Merge[T], key: Callable[[T], Any]) -> list[T]:
+    return [item if (old := stored.get(key(item))) is None else merge(old, item) for item in items]

@@ -1,0 +1,166 @@
+"""``PathRAGRetriever``: PathRAG's key paths as a property-graph sub-retriever.
+
+One query runs the core's :func:`pathrag.retrieval.retrieve` (or ``aretrieve``) unchanged: keywords
+(from ``llm``, else the query text) → seed entities by vector search → flow-pruned key paths over the
+graph (:class:`~llama_index_pathrag.graph.PropertyGraphStoreAdapter`) → path texts. The adapter supplies
+the graph; this module supplies the seeds and the keyword model:
+
+* seeds come from the graph store's own vector search when it has one (``supports_vector_queries``),
+  else from ``vector_store``, where ``PropertyGraphIndex`` keeps entity embeddings
+  (``index.vector_store``); ``embed_model`` embeds the keywords (default ``Settings.embed_model``);
+* the result is one ``NodeWithScore`` per path, best first, score = reliability, plus (when fewer than
+  ``top_k`` paths exist) the best seeds not on a path, score 0.
+
+Node metadata (``kind``, ``score``, ``nodes``, ``hops``, ``source_ids``) is hidden from the LLM and from
+embeddings, so the prompt holds the path text only.
+
+Bad input: no vector search anywhere → ``ValueError`` naming what to pass; a graph store that is not a
+``PropertyGraphStore`` or an unknown parameter → ``TypeError``; a bad ``top_k`` / ``num_seeds`` →
+``ValueError`` at construction, a bad ``alpha`` / ``theta`` / ``max_hops`` → ``ValueError`` at the first
+query (the core checks them there). An empty or blank query, or an empty graph, gives no nodes. A keyword
+model that fails or answers without usable JSON is logged and replaced by the query text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.graph_stores.types import VECTOR_SOURCE_KEY, EntityNode, PropertyGraphStore
+from llama_index.core.indices.property_graph.sub_retrievers.base import BasePGRetriever
+from llama_index.core.llms import LLM
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.settings import Settings
+from llama_index.core.vector_stores.types import BasePydanticVectorStore, VectorStoreQuery, VectorStoreQueryResult
+
+from pathrag import RetrievalParams, RetrievalResult, VectorHit, aretrieve, retrieve
+
+from .graph import DEFAULT_IGNORED_RELATIONS, PropertyGraphStoreAdapter
+
+__all__ = ["PathRAGRetriever"]
+
+
+class _LlamaLanguageModel:
+    """A LlamaIndex LLM as a pathrag :class:`~pathrag.LanguageModel` (for the keyword prompt)."""
+
+    def __init__(self, llm: LLM) -> None:
+        self.llm = llm
+        self.name = llm.metadata.model_name
+
+    def complete(self, prompt: str) -> str:
+        return self.llm.complete(prompt).text
+
+    async def acomplete(self, prompt: str) -> str:
+        return (await self.llm.acomplete(prompt)).text
+
+
+class _EntitySeeds:
+    """The read side of a pathrag ``VectorIndex`` over the store that holds entity embeddings."""
+
+    def __init__(
+        self, graph_store: PropertyGraphStore, vector_store: BasePydanticVectorStore | None,
+        embed_model: BaseEmbedding | None,
+    ) -> None:
+        self.graph_store = graph_store
+        self.vector_store = None if graph_store.supports_vector_queries else vector_store
+        self._embed_model = embed_model
+
+    @property
+    def embed_model(self) -> BaseEmbedding:
+        return self._embed_model or Settings.embed_model
+
+    def query(self, text: str, k: int) -> list[VectorHit]:
+        question = VectorStoreQuery(query_embedding=self.embed_model.get_query_embedding(text), similarity_top_k=k)
+        if self.vector_store is None:
+            return _node_hits(*self.graph_store.vector_query(question))
+        return _result_hits(self.vector_store.query(question))
+
+    async def aquery(self, text: str, k: int) -> list[VectorHit]:
+        embedding = await self.embed_model.aget_query_embedding(text)
+        question = VectorStoreQuery(query_embedding=embedding, similarity_top_k=k)
+        if self.vector_store is None:
+            return _node_hits(*await self.graph_store.avector_query(question))
+        return _result_hits(await self.vector_store.aquery(question))
+
+
+def _hit(name: str, score: float | None) -> VectorHit:
+    return VectorHit(name, float(score or 0.0), {"name": name})
+
+
+def _node_hits(nodes: Sequence[Any], scores: Sequence[float]) -> list[VectorHit]:
+    return [_hit(node.id, score) for node, score in zip(nodes, scores) if isinstance(node, EntityNode)]
+
+
+def _result_hits(result: VectorStoreQueryResult) -> list[VectorHit]:
+    scores = result.similarities or []
+    if result.nodes:  # stores that keep text return the nodes: the entity id is in the metadata
+        ids = [node.metadata.get(VECTOR_SOURCE_KEY, node.node_id) for node in result.nodes]
+    else:
+        ids = list(result.ids or [])
+    return [_hit(str(i), s) for i, s in zip(ids, scores)]
+
+
+class PathRAGRetriever(BasePGRetriever):
+    """Key paths between the entities a query is about, for ``PropertyGraphIndex`` (see the module doc).
+
+    ``params``: ``top_k`` (15), ``num_seeds`` (40), ``alpha`` (0.8), ``theta`` (0.05), ``max_hops`` (3),
+    ``paths_per_pair`` (None), ``directed`` (False), as in :class:`pathrag.RetrievalParams`.
+    ``ignore_relations``: relation labels never traversed (provenance by default).
+
+    >>> from llama_index.core.graph_stores import SimplePropertyGraphStore
+    >>> PathRAGRetriever(SimplePropertyGraphStore())  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: PathRAGRetriever picks seed entities by vector search, ... pass vector_store= (...
+    """
+
+    def __init__(
+        self,
+        graph_store: PropertyGraphStore,
+        *,
+        vector_store: BasePydanticVectorStore | None = None,
+        embed_model: BaseEmbedding | None = None,
+        llm: LLM | None = None,
+        ignore_relations: Sequence[str] = tuple(DEFAULT_IGNORED_RELATIONS),
+        callback_manager: CallbackManager | None = None,
+        **params: Any,
+    ) -> None:
+        if not isinstance(graph_store, PropertyGraphStore):
+            raise TypeError(f"graph_store must be a llama_index PropertyGraphStore, got {type(graph_store).__name__}")
+        if not graph_store.supports_vector_queries and vector_store is None:
+            raise ValueError(
+                f"PathRAGRetriever picks seed entities by vector search, and {type(graph_store).__name__} has "
+                "none: pass vector_store= (with PropertyGraphIndex: vector_store=index.vector_store, which holds "
+                "the entity embeddings when embed_kg_nodes=True), or use PathRAGQueryEngine.from_index(index)")
+        unknown = set(params) - set(RetrievalParams.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"unknown PathRAGRetriever parameter(s): {', '.join(sorted(unknown))}")
+        self.params = RetrievalParams(**params)
+        self.ignore_relations = tuple(ignore_relations)
+        self._seeds = _EntitySeeds(graph_store, vector_store, embed_model)
+        self._llm = _LlamaLanguageModel(llm) if llm is not None else None
+        super().__init__(graph_store=graph_store, include_text=False, callback_manager=callback_manager)
+
+    def _graph(self) -> PropertyGraphStoreAdapter:
+        return PropertyGraphStoreAdapter(self._graph_store, ignore_relations=self.ignore_relations)  # one per query
+
+    # _EntitySeeds is the read half of a VectorIndex: retrieval only queries it
+    def retrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return _nodes(retrieve(query_bundle.query_str, graph=self._graph(),
+                               entity_index=self._seeds, llm=self._llm, params=self.params))  # type: ignore[arg-type]
+
+    async def aretrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return _nodes(await aretrieve(query_bundle.query_str, graph=self._graph(),
+                                      entity_index=self._seeds, llm=self._llm, params=self.params))  # type: ignore[arg-type]
+
+
+def _nodes(result: RetrievalResult) -> list[NodeWithScore]:
+    nodes = []
+    for item in result.items:
+        metadata = item.metadata()
+        node = TextNode(id_=item.id, text=item.text, metadata=metadata,
+                        excluded_llm_metadata_keys=list(metadata), excluded_embed_metadata_keys=list(metadata))
+        nodes.append(NodeWithScore(node=node, score=item.score))
+    return nodes
