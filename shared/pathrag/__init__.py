@@ -6,6 +6,7 @@
 ('s', 'a', 't')
 """
 
+from .cypher import CypherGraphStore
 from .graph import GraphStore, Neighborhood, NetworkXGraphStore, as_graph_store
 from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
 from .llm import LanguageModel, as_language_model
@@ -15,6 +16,7 @@ from .pruning import afind_key_paths, apropagate_resources, find_key_paths, prop
 from .vectors import Embedder, HashingEmbedder, InMemoryVectorIndex, VectorHit, VectorIndex, VectorItem
 
 __all__ = [
+    "CypherGraphStore",
     "Document",
     "Embedder",
     "Entity",

@@ -60,7 +60,9 @@ __all__ = [
     "PathRAGIndex",
     "chunk_id",
     "entity_vector_id",
+    "entity_vector_item",
     "relation_vector_id",
+    "relation_vector_item",
     "run_sync",
 ]
 
@@ -89,6 +91,19 @@ def entity_vector_id(name: str) -> str:
 
 def relation_vector_id(key: tuple[str, str]) -> str:
     return f"rel-{_digest(*key)}"
+
+
+def entity_vector_item(entity: Entity) -> VectorItem:
+    """How an entity is embedded: its name and description."""
+    return VectorItem(entity_vector_id(entity.name), f"{entity.name}\n{entity.description}".strip(),
+                      {"name": entity.name})
+
+
+def relation_vector_item(relation: Relation, *, directed: bool = False) -> VectorItem:
+    """How a relation is embedded: keywords, endpoints and description."""
+    text = f"{', '.join(relation.keywords)}\n{relation.source}\n{relation.target}\n{relation.description}"
+    return VectorItem(relation_vector_id(relation_key(relation.source, relation.target, directed=directed)),
+                      text.strip(), {"source": relation.source, "target": relation.target})
 
 
 class Document(BaseModel):
@@ -278,6 +293,44 @@ class PathRAGIndex:
     def delete(self, document_ids: Iterable[str]) -> DeleteSummary:
         """Sync twin of :meth:`adelete`."""
         return run_sync(self.adelete(document_ids))
+
+    async def aadd_records(
+        self, document_id: str, entities: Sequence[Entity], relations: Sequence[Relation]
+    ) -> InsertSummary:
+        """Add records extracted elsewhere (an imported graph, say) as document ``document_id``, without LLM.
+
+        They merge with extracted records by the same rules, survive later inserts and deletes of other
+        documents, and go away with ``delete([document_id])``. Adding again under the same id replaces them.
+        """
+        if not isinstance(document_id, str) or not document_id.strip():
+            raise ValueError("document_id must be a non-empty string")
+        async with self._operation_lock():
+            entity_rows = [e.model_dump(mode="json") for e in entities]
+            relation_rows = [r.model_dump(mode="json") for r in relations]
+            content = _digest(document_id, json.dumps([entity_rows, relation_rows], sort_keys=True))
+            old = self.documents.get(document_id)
+            if old is not None and old["hash"] == content:
+                return InsertSummary(unchanged=1)
+            released = self._unref(document_id, old["chunks"]) if old is not None else set()
+            cid = f"records-{content}"
+            record = {"id": cid, "text": "", "refs": {}, "entities": entity_rows, "relations": relation_rows}
+            self.chunks[cid] = record
+            if self._chunk_journal is not None:
+                self._chunk_journal.append(record)
+            record["refs"] = {document_id: 0}
+            self.documents[document_id] = {"hash": content, "chunks": [cid], "metadata": {"records": True},
+                                           "failed": []}
+            released.discard(cid)
+            run = _Run(self.config.max_concurrency)
+            rebuilt = await self._rebuild([cid, *sorted(released)], run)
+            await self._sync_chunk_vectors([], released)
+            self._commit()
+            return InsertSummary(documents=1, chunks=1, entities=len(rebuilt.entities),
+                                 relations=len(rebuilt.relations), llm_calls=run.calls)
+
+    def add_records(self, document_id: str, entities: Sequence[Entity], relations: Sequence[Relation]) -> InsertSummary:
+        """Sync twin of :meth:`aadd_records`."""
+        return run_sync(self.aadd_records(document_id, entities, relations))
 
     def retrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
         """Key paths for ``query`` from this index (see :func:`pathrag.retrieval.retrieve`).
@@ -486,7 +539,8 @@ class PathRAGIndex:
         gone_entities = [n for n in names if not entity_records[n] and not endpoint_chunks[n]]
         entities = list(await asyncio.gather(*(
             # an entity that only appears as a relation endpoint still comes from those chunks
-            self._summarised(merge_entity(n, entity_records[n], extra_source_ids=endpoint_chunks[n]),
+            self._summarised(merge_entity(n, entity_records[n], extra_source_ids=[
+                c for c in endpoint_chunks[n] if self.chunks[c]["text"]]),  # record-only chunks have no text
                              n, entity_records[n], run)
             for n in names if entity_records[n] or endpoint_chunks[n])))
         keys = sorted(touched_relations)
@@ -501,16 +555,9 @@ class PathRAGIndex:
         await self.graph.aupsert_relations(relations)  # replaces, whichever way round it was stored
 
         await self.entity_index.adelete([entity_vector_id(n) for n in gone_entities])
-        await self.entity_index.aupsert([
-            VectorItem(entity_vector_id(e.name), f"{e.name}\n{e.description}".strip(), {"name": e.name})
-            for e in entities])
+        await self.entity_index.aupsert([entity_vector_item(e) for e in entities])
         await self.relation_index.adelete([relation_vector_id(k) for k in gone_relations])
-        await self.relation_index.aupsert([
-            VectorItem(
-                relation_vector_id(relation_key(r.source, r.target, directed=directed)),
-                f"{', '.join(r.keywords)}\n{r.source}\n{r.target}\n{r.description}".strip(),
-                {"source": r.source, "target": r.target})
-            for r in relations])
+        await self.relation_index.aupsert([relation_vector_item(r, directed=directed) for r in relations])
         return _Rebuilt(entities, relations, gone_entities, gone_relations)
 
     async def _summarised(self, item: T, label: str, records: Sequence[Entity | Relation], run: _Run) -> T:
@@ -534,7 +581,7 @@ class PathRAGIndex:
 
     async def _sync_chunk_vectors(self, added: Sequence[str], released: set[str]) -> None:
         gone = sorted(cid for cid in released if not self.chunks.get(cid, {}).get("refs"))
-        await self.chunk_index.adelete(gone)
+        await self.chunk_index.adelete([cid for cid in gone if self.chunks.get(cid, {}).get("text")])
         await self.chunk_index.aupsert([
             VectorItem(cid, self.chunks[cid]["text"], {"chunk_id": cid}) for cid in dict.fromkeys(added)])
         for cid in gone:

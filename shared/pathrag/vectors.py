@@ -147,6 +147,10 @@ class InMemoryVectorIndex:
         if changed:
             self._store(changed, self.embedder.embed([item.text for item in changed]))
 
+    def upsert_vectors(self, items: Sequence[VectorItem], vectors: Sequence[Sequence[float]]) -> None:
+        """Store items with vectors computed elsewhere (e.g. reused from an imported index)."""
+        self._store(items, vectors)
+
     async def aupsert(self, items: Sequence[VectorItem]) -> None:
         changed = self._changed(items)
         if changed:

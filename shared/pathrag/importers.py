@@ -1,0 +1,448 @@
+"""Bring knowledge graphs built by other tools into a pathrag store, without a single LLM call.
+
+Three sources: a LightRAG or PathRAG working directory, LangChain graph documents, and a LlamaIndex
+property graph store (the last two by duck typing: neither framework is imported). The target is a
+:class:`~pathrag.GraphStore` (optionally with vector indexes) or a :class:`~pathrag.PathRAGIndex`,
+whose graph and vector indexes are then used; call ``index.save()`` afterwards to persist it.
+
+Every imported item goes through pathrag's own rules: names become merge keys
+(:func:`pathrag.extraction.normalize_name`: quotes dropped, upper-cased), types are lower-cased,
+records naming the same entity or relation are merged as :mod:`pathrag.merging` merges extractions
+(type by majority, descriptions joined, weights summed, source ids united; relations undirected
+unless the target's ``directed_relations``), and vector texts and ids are those
+:class:`~pathrag.PathRAGIndex` writes.
+
+Into a :class:`~pathrag.PathRAGIndex`, an import is stored as the records of one document,
+``document_id`` (default ``import:<kind>:<name>``; see :meth:`~pathrag.PathRAGIndex.add_records`): the
+imported records merge with extracted ones, survive later inserts, and ``index.delete([document_id])``
+removes them. Importing again under the same id replaces the previous import. Into a bare
+:class:`~pathrag.GraphStore`, merged items are written directly and replace stored ones of the same name.
+
+Field mapping (LightRAG / PathRAG working directory):
+
+==================================  ====================================================================
+``graph_chunk_entity_relation.graphml``
+node id                             ``Entity.name`` (normalised; ``"ALEX"`` and ``Alex`` become ``ALEX``)
+node ``entity_type``                ``Entity.type`` (lower-case; ``UNKNOWN`` → empty)
+node ``description``                ``Entity.description``: ``<SEP>``-separated parts, quotes stripped,
+                                    joined with spaces
+node ``source_id``                  ``Entity.source_ids`` (split on ``<SEP>``)
+edge endpoints                      ``Relation.source`` / ``target`` (normalised; self-loops skipped)
+edge ``weight``                     ``Relation.weight`` (summed when two edges merge)
+edge ``description``                ``Relation.description`` (as for nodes)
+edge ``keywords``                   ``Relation.keywords`` (split on ``<SEP>`` and commas)
+edge ``source_id``                  ``Relation.source_ids``
+``kv_store_text_chunks.json``       ``{chunk id: {"content", "full_doc_id", ...}}`` → chunk index items
+                                    (id = the chunk id, so source ids resolve; metadata ``chunk_id``)
+``kv_store_full_docs.json``         counted only (``documents``)
+``vdb_entities.json``,              with ``reuse_vectors=True``: nano-vectordb rows (``entity_name``;
+``vdb_relationships.json``,         ``src_id``/``tgt_id``; ``__id__``) give the vectors of the matching
+``vdb_chunks.json``                 items instead of re-embedding; items without a row are embedded
+==================================  ====================================================================
+
+LangChain graph documents (anything with ``.nodes``, ``.relationships`` and ``.source``): ``Node.id`` →
+name, ``Node.type`` → type (the default ``Node`` → empty), ``properties["description"]`` → description;
+``Relationship.type`` → a keyword, its ``properties["description"]`` / ``["weight"]`` → description /
+weight (default 1, so repeated relations count their mentions); ``source.page_content`` → one chunk whose
+id is :func:`pathrag.indexing.chunk_id` of the text, the source id of everything in that document.
+
+LlamaIndex property graph store (``get()`` and ``get_triplets(ids=...)``): ``EntityNode.name`` → name,
+``label`` → type (the default ``entity`` → empty), ``properties["description"]`` (or
+``"entity_description"``) → description, ``properties["triplet_source_id"]`` → source id; ``Relation.label``
+→ a keyword, ``properties["description"]`` (or ``"relationship_description"``) → description; ``ChunkNode``
+text → chunk index item under the node's id. Structural edges (``SOURCE``, ``NEXT``, ``PREVIOUS``, ``PARENT``,
+``CHILD``, ``MENTIONS``) and edges touching chunk nodes are skipped. Other properties are not imported.
+
+>>> from pathrag import NetworkXGraphStore
+>>> class Node:
+...     def __init__(self, id, type="Node", properties=None): self.id, self.type, self.properties = id, type, properties or {}
+>>> class Rel:
+...     def __init__(self, source, target, type): self.source, self.target, self.type, self.properties = source, target, type, {}
+>>> class GraphDoc:
+...     def __init__(self, nodes, relationships): self.nodes, self.relationships, self.source = nodes, relationships, None
+>>> ada, lab = Node("Ada", "Person"), Node("Lab", "Place")
+>>> store = NetworkXGraphStore()
+>>> import_graph_documents([GraphDoc([ada, lab], [Rel(ada, lab, "WORKS_AT")])], store).relations
+1
+>>> store.get_relations([("ADA", "LAB")])[("ADA", "LAB")].keywords
+('WORKS_AT',)
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from .extraction import _clean_text, _keywords, normalize_name, normalize_type
+from .graph import GraphStore
+from .indexing import PathRAGIndex, chunk_id, entity_vector_id, entity_vector_item, relation_vector_id, relation_vector_item
+from .merging import join_descriptions, merge_entity, merge_relation, relation_key
+from .models import Entity, Relation
+from .vectors import VectorIndex, VectorItem
+
+__all__ = ["ImportSummary", "import_graph_documents", "import_lightrag", "import_property_graph"]
+
+SEP = "<SEP>"
+LIGHTRAG_GRAPH = "graph_chunk_entity_relation.graphml"
+LIGHTRAG_CHUNKS = "kv_store_text_chunks.json"
+LIGHTRAG_DOCS = "kv_store_full_docs.json"
+LIGHTRAG_VECTORS = {"entities": "vdb_entities.json", "relations": "vdb_relationships.json", "chunks": "vdb_chunks.json"}
+STRUCTURAL_RELATIONS = frozenset({"SOURCE", "NEXT", "PREVIOUS", "PARENT", "CHILD", "MENTIONS"})
+_UNTYPED = frozenset({"node", "entity", "unknown"})  # the other tools' "no type" markers
+_BATCH = 256  # vector items per upsert: keeps each embedding request a sensible size
+
+
+@dataclass
+class ImportSummary:
+    """What an import wrote: distinct entities, relations and chunks after merging; documents seen;
+    records skipped (empty names, self-relations); vectors taken from the source instead of embedded."""
+
+    entities: int = 0
+    relations: int = 0
+    chunks: int = 0
+    documents: int = 0
+    skipped: int = 0
+    vectors_reused: int = 0
+
+
+@dataclass
+class _Target:
+    graph: GraphStore
+    directed: bool
+    indexes: dict[str, VectorIndex | None]
+    index: PathRAGIndex | None = None
+
+    @classmethod
+    def of(cls, store: GraphStore | PathRAGIndex, entity_index: VectorIndex | None,
+           relation_index: VectorIndex | None, chunk_index: VectorIndex | None) -> _Target:
+        given = {"entities": entity_index, "relations": relation_index, "chunks": chunk_index}
+        if isinstance(store, PathRAGIndex):
+            return cls(store.graph, store.config.directed_relations,
+                       {name: index if index is not None else store.vector_indexes[name]
+                        for name, index in given.items()}, store)
+        if not isinstance(store, GraphStore):
+            raise TypeError(f"expected a pathrag GraphStore or PathRAGIndex to import into, got {type(store).__name__}")
+        return cls(store, bool(getattr(store, "directed_relations", False)), given)
+
+
+class _Collector:
+    """Records from a foreign graph, normalised and merged by pathrag's rules, then written in one go."""
+
+    def __init__(self) -> None:
+        self.entities: dict[str, list[Entity]] = {}
+        self.relations: dict[tuple[str, str], list[Relation]] = {}
+        self.chunks: dict[str, str] = {}
+        self.skipped = 0
+
+    def entity(self, name: Any, entity_type: Any, descriptions: Iterable[Any], source_ids: Iterable[Any]) -> None:
+        key = normalize_name(str(name))
+        if not key:
+            self.skipped += 1
+            return
+        kind = normalize_type(str(entity_type or ""))
+        self.entities.setdefault(key, []).append(Entity(
+            name=key, type="" if kind in _UNTYPED else kind, description=_description(descriptions),
+            source_ids=_strings(source_ids)))
+
+    def relation(self, source: Any, target: Any, descriptions: Iterable[Any], keywords: Iterable[Any],
+                 weight: Any, source_ids: Iterable[Any]) -> None:
+        a, b = normalize_name(str(source)), normalize_name(str(target))
+        if not a or not b or a == b:
+            self.skipped += 1
+            return
+        self.relations.setdefault((a, b), []).append(Relation(
+            source=a, target=b, description=_description(descriptions), keywords=_keywords(_strings(keywords)),
+            weight=_weight(weight), source_ids=_strings(source_ids)))
+
+    def write(
+        self,
+        target: _Target,
+        summary: ImportSummary,
+        document_id: str,
+        vectors: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
+    ) -> ImportSummary:
+        """Merge and write everything; ``vectors`` maps index name -> item id -> a vector to reuse."""
+        graph, directed, indexes = target.graph, target.directed, target.indexes
+        grouped: dict[tuple[str, str], list[Relation]] = {}
+        endpoint_sources: dict[str, list[str]] = {}
+        for (a, b), records in self.relations.items():
+            grouped.setdefault(relation_key(a, b, directed=directed), []).extend(records)
+            for end in (a, b):
+                endpoint_sources.setdefault(end, []).extend(s for r in records for s in r.source_ids)
+        entities = [merge_entity(name, self.entities.get(name, []), extra_source_ids=endpoint_sources.get(name, ()))
+                    for name in dict.fromkeys([*self.entities, *endpoint_sources])]
+        relations = [merge_relation(records) for records in grouped.values()]
+        items = {
+            "entities": [entity_vector_item(e) for e in entities],
+            "relations": [relation_vector_item(r, directed=directed) for r in relations],
+            "chunks": [VectorItem(cid, text, {"chunk_id": cid}) for cid, text in self.chunks.items()],
+        }
+        for name, index in indexes.items():
+            if index is None:
+                continue
+            known = (vectors or {}).get(name, {})
+            if target.index is not None and name != "chunks":
+                # the index embeds what it rebuilds; here only the vectors to reuse go in first,
+                # so that the rebuild finds those items unchanged and does not embed them again
+                summary.vectors_reused += _upsert(index, [i for i in items[name] if i.id in known], known)
+            else:
+                summary.vectors_reused += _upsert(index, items[name], known)
+        if target.index is not None:
+            bare = [Entity(name=n, source_ids=endpoint_sources[n]) for n in endpoint_sources if n not in self.entities]
+            target.index.add_records(document_id, [*(e for rs in self.entities.values() for e in rs), *bare],
+                                     [r for rs in self.relations.values() for r in rs])
+        else:
+            graph.upsert_entities(entities)
+            graph.upsert_relations(relations)
+        summary.entities, summary.relations, summary.chunks = len(entities), len(relations), len(self.chunks)
+        summary.skipped += self.skipped
+        return summary
+
+
+def import_lightrag(
+    directory: str | os.PathLike[str],
+    store: GraphStore | PathRAGIndex,
+    *,
+    entity_index: VectorIndex | None = None,
+    relation_index: VectorIndex | None = None,
+    chunk_index: VectorIndex | None = None,
+    reuse_vectors: bool = False,
+    document_id: str | None = None,
+) -> ImportSummary:
+    """Import a LightRAG or PathRAG working directory (see the module docstring for the mapping).
+
+    Vectors are re-embedded by each given index, unless ``reuse_vectors``: then the directory's
+    nano-vectordb files supply them (same embedding model required; one embedding call checks the
+    dimension). Reuse needs indexes with ``upsert_vectors(items, vectors)`` (``InMemoryVectorIndex`` has it).
+    """
+    root = Path(directory)
+    graph_file = root / LIGHTRAG_GRAPH
+    if not graph_file.is_file():
+        raise ValueError(f"{root} has no {LIGHTRAG_GRAPH}: not a LightRAG/PathRAG working directory")
+    try:
+        graph = nx.read_graphml(graph_file)
+    except Exception as exc:  # networkx raises several kinds for a damaged file
+        raise ValueError(f"cannot read {graph_file}: {exc}") from exc
+    chunks = _read_json_object(root / LIGHTRAG_CHUNKS)
+    documents = _read_json_object(root / LIGHTRAG_DOCS)
+    target = _Target.of(store, entity_index, relation_index, chunk_index)
+
+    collector = _Collector()
+    for name, data in graph.nodes(data=True):
+        collector.entity(name, data.get("entity_type"), _split(data.get("description")), _split(data.get("source_id")))
+    for a, b, data in graph.edges(data=True):
+        collector.relation(a, b, _split(data.get("description")), _split(data.get("keywords")),
+                           data.get("weight", 1.0), _split(data.get("source_id")))
+    for cid, record in chunks.items():
+        text = record.get("content") if isinstance(record, Mapping) else None
+        if isinstance(text, str) and text.strip():
+            collector.chunks[str(cid)] = text
+    vectors = _lightrag_vectors(root, target) if reuse_vectors else None
+    return collector.write(target, ImportSummary(documents=len(documents)),
+                           document_id or f"import:lightrag:{root.resolve().name}", vectors)
+
+
+def import_graph_documents(
+    graph_documents: Iterable[Any],
+    store: GraphStore | PathRAGIndex,
+    *,
+    entity_index: VectorIndex | None = None,
+    relation_index: VectorIndex | None = None,
+    chunk_index: VectorIndex | None = None,
+    document_id: str = "import:graph-documents",
+) -> ImportSummary:
+    """Import LangChain graph documents (``GraphDocument`` from langchain-neo4j or langchain-community,
+    or anything shaped like them). See the module docstring for the mapping."""
+    target = _Target.of(store, entity_index, relation_index, chunk_index)
+    collector = _Collector()
+    summary = ImportSummary()
+    for doc in graph_documents:
+        if not (hasattr(doc, "nodes") and hasattr(doc, "relationships")):
+            raise TypeError(f"expected graph documents with .nodes and .relationships, got {type(doc).__name__}")
+        summary.documents += 1
+        text = getattr(getattr(doc, "source", None), "page_content", None)
+        sources: tuple[str, ...] = ()
+        if isinstance(text, str) and text.strip():
+            sources = (chunk_id(text),)
+            collector.chunks[sources[0]] = text
+        listed = set()
+        for node in doc.nodes:
+            listed.add(node.id)
+            collector.entity(node.id, getattr(node, "type", ""), [_property_description(node)], sources)
+        for rel in doc.relationships:
+            for end in (rel.source, rel.target):
+                if end.id not in listed:  # an endpoint the document does not list: keep its type
+                    listed.add(end.id)
+                    collector.entity(end.id, getattr(end, "type", ""), [], sources)
+            properties = getattr(rel, "properties", None) or {}
+            collector.relation(rel.source.id, rel.target.id, [_property_description(rel)], [rel.type],
+                               properties.get("weight", 1.0), sources)
+    return collector.write(target, summary, document_id)
+
+
+def import_property_graph(
+    graph_store: Any,
+    store: GraphStore | PathRAGIndex,
+    *,
+    entity_index: VectorIndex | None = None,
+    relation_index: VectorIndex | None = None,
+    chunk_index: VectorIndex | None = None,
+    batch_size: int = 500,
+    document_id: str = "import:property-graph",
+) -> ImportSummary:
+    """Import a LlamaIndex ``PropertyGraphStore`` (any store with ``get()`` and ``get_triplets(ids=...)``;
+    triplets are read ``batch_size`` node ids at a time). See the module docstring for the mapping."""
+    if not (callable(getattr(graph_store, "get", None)) and callable(getattr(graph_store, "get_triplets", None))):
+        raise TypeError(f"expected a property graph store with get() and get_triplets(), got {type(graph_store).__name__}")
+    target = _Target.of(store, entity_index, relation_index, chunk_index)
+    nodes = list(graph_store.get())
+    triplets: dict[tuple[str, str, str], tuple[Any, Any, Any]] = {}
+    ids = [node.id for node in nodes]
+    for start in range(0, len(ids), batch_size):
+        for subject, relation, obj in graph_store.get_triplets(ids=ids[start : start + batch_size]):
+            triplets.setdefault((subject.id, relation.label, obj.id), (subject, relation, obj))
+
+    collector = _Collector()
+    touched: set[str] = set()  # nodes in any triplet: entities only in structural ones are artefacts
+    recorded: set[str] = set()
+    for key in sorted(triplets):  # stores may list triplets in any order; the result must not depend on it
+        subject, relation, obj = triplets[key]
+        touched.update((subject.id, obj.id))
+        if str(relation.label).upper() in STRUCTURAL_RELATIONS or not (_is_entity(subject) and _is_entity(obj)):
+            continue
+        for node in (subject, obj):
+            if node.id not in recorded:
+                recorded.add(node.id)
+                _llama_entity(collector, node)
+        collector.relation(subject.name, obj.name, [_property_description(relation, "relationship_description")],
+                           [relation.label], (relation.properties or {}).get("weight", 1.0),
+                           [(relation.properties or {}).get("triplet_source_id")])
+    for node in sorted(nodes, key=lambda n: str(n.id)):
+        if _is_entity(node) and node.id not in touched:  # an entity with no relation at all
+            _llama_entity(collector, node)
+        elif isinstance(getattr(node, "text", None), str) and node.text.strip():
+            collector.chunks[str(node.id)] = node.text
+    return collector.write(target, ImportSummary(), document_id)
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+def _strings(values: Iterable[Any]) -> list[str]:
+    return [str(v).strip() for v in values if v is not None and str(v).strip()]
+
+
+def _split(value: Any) -> list[str]:
+    """A LightRAG ``<SEP>``-joined field as its parts."""
+    return [] if value is None else str(value).split(SEP)
+
+
+def _description(parts: Iterable[Any]) -> str:
+    return join_descriptions(_clean_text(p) for p in _strings(parts))
+
+
+def _weight(value: Any) -> float:
+    try:
+        weight = float(value)
+    except (TypeError, ValueError):
+        return 1.0
+    return weight if math.isfinite(weight) else 1.0
+
+
+def _property_description(item: Any, *alternatives: str) -> str:
+    properties = getattr(item, "properties", None) or {}
+    for key in ("description", "entity_description", *alternatives):
+        if properties.get(key):
+            return str(properties[key])
+    return ""
+
+
+def _is_entity(node: Any) -> bool:
+    return hasattr(node, "name") and not hasattr(node, "text")
+
+
+def _llama_entity(collector: _Collector, node: Any) -> None:
+    collector.entity(node.name, getattr(node, "label", ""), [_property_description(node)],
+                     [(node.properties or {}).get("triplet_source_id")])
+
+
+def _read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON object file ({} when absent)."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"cannot read {path}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} should hold a JSON object, found {type(data).__name__}")
+    return data
+
+
+def _nano_vectors(path: Path) -> tuple[int, list[tuple[Mapping[str, Any], np.ndarray]]]:
+    """A nano-vectordb file as (dimension, [(row metadata, vector)])."""
+    data = _read_json_object(path)
+    try:
+        dim = int(data["embedding_dim"])
+        matrix = np.frombuffer(base64.b64decode(data["matrix"]), dtype="<f4").reshape(-1, dim)
+        rows = list(data["data"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path} is not a nano-vectordb file: {exc}") from exc
+    if len(rows) != len(matrix):
+        raise ValueError(f"{path} has {len(rows)} rows of metadata but {len(matrix)} vectors")
+    return dim, list(zip(rows, matrix))
+
+
+def _lightrag_vectors(root: Path, target: _Target) -> dict[str, dict[str, np.ndarray]]:
+    """For each target index, item id -> vector from the matching vdb file (first row wins on a clash)."""
+    found: dict[str, dict[str, np.ndarray]] = {}
+    for name, index in target.indexes.items():
+        path = root / LIGHTRAG_VECTORS[name]
+        if index is None or not path.exists():
+            continue
+        if not hasattr(index, "upsert_vectors"):
+            raise TypeError(f"reuse_vectors needs vector indexes with upsert_vectors(items, vectors); "
+                            f"{type(index).__name__} has none")
+        dim, rows = _nano_vectors(path)
+        embedder = getattr(index, "embedder", None)
+        if embedder is not None and rows and len(embedder.embed(["dimension check"])[0]) != dim:
+            raise ValueError(f"{path.name} holds {dim}-dimensional vectors but the {name} index embeds to another "
+                             f"dimension: reusing vectors needs the embedding model that made them")
+        vectors: dict[str, np.ndarray] = {}
+        for meta, vector in rows:
+            if name == "entities":
+                key = normalize_name(str(meta.get("entity_name", "")))
+                item_id = entity_vector_id(key) if key else None
+            elif name == "relations":
+                a, b = normalize_name(str(meta.get("src_id", ""))), normalize_name(str(meta.get("tgt_id", "")))
+                item_id = relation_vector_id(relation_key(a, b, directed=target.directed)) if a and b else None
+            else:
+                item_id = str(meta.get("__id__", "")) or None
+            if item_id is not None:
+                vectors.setdefault(item_id, vector)
+        found[name] = vectors
+    return found
+
+
+def _upsert(index: VectorIndex, items: Sequence[VectorItem], vectors: Mapping[str, Sequence[float]]) -> int:
+    """Upsert in batches: items with a known vector without embedding; returns how many reused one."""
+    known = [item for item in items if item.id in vectors]
+    fresh = [item for item in items if item.id not in vectors]
+    for start in range(0, len(known), _BATCH):
+        batch = known[start : start + _BATCH]
+        batch_vectors = [list(map(float, vectors[item.id])) for item in batch]
+        if not hasattr(index, "upsert_vectors"):
+            raise TypeError(f"reuse_vectors needs a vector index with upsert_vectors(), not {type(index).__name__}")
+        index.upsert_vectors(batch, batch_vectors)
+    for start in range(0, len(fresh), _BATCH):
+        index.upsert(fresh[start : start + _BATCH])
+    return len(known)
