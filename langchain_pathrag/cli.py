@@ -45,18 +45,16 @@ except ImportError:  # older typer runs on click itself
 
 import pathrag
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex, RetrievalResult
-from pathrag.context import render_entity
+from pathrag.context import answer_prompt, render_entity, result_context
 from pathrag.demo import (
     DEMO_PARAMS,
     QuestionRun,
     ReplayLLM,
     ReplayMiss,
-    answer_prompt,
     ask_demo_question,
     load_corpus,
     load_questions,
     open_demo_index,
-    result_context,
 )
 from pathrag.tokens import approximate_token_count, count_tokens, default_token_counter
 

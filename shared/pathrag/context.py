@@ -18,14 +18,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .graph import GraphStore
 from .models import Entity, Relation, ScoredPath
-from .prompts import CONTEXT_TEMPLATE
+from .prompts import ANSWER_INSTRUCTIONS, CONTEXT_TEMPLATE
 from .tokens import TokenCounter, count_tokens
+
+if TYPE_CHECKING:  # retrieval imports this module
+    from .retrieval import RetrievalResult
 
 __all__ = [
     "PathContext",
+    "answer_prompt",
+    "result_context",
     "abuild_path_texts",
     "build_context",
     "build_path_texts",
@@ -156,3 +162,16 @@ def build_context(
             break
         kept.pop(0)
     return PathContext(text=body, paths=tuple(p for p, _ in kept), tokens=tokens, dropped=len(ranked) - len(kept))
+
+
+def result_context(result: RetrievalResult, *, max_tokens: int | None = None,
+                   token_counter: TokenCounter | None = None) -> PathContext:
+    """The context of a retrieval's paths (query first, most reliable path last), within ``max_tokens``."""
+    items = [item for item in result.items if item.path is not None]
+    return build_context(result.query, [item.path for item in items], [item.text for item in items],  # type: ignore[misc]
+                         max_tokens=max_tokens, token_counter=token_counter)
+
+
+def answer_prompt(context: PathContext) -> str:
+    """The exact prompt an answering model gets: the laid-out context, then the answer instructions."""
+    return f"{context.text}\n\n{ANSWER_INSTRUCTIONS}"

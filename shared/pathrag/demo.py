@@ -31,7 +31,7 @@ try:
 except ImportError:  # Python 3.10
     from importlib.abc import Traversable
 
-from .context import PathContext, build_context
+from .context import PathContext, answer_prompt, result_context
 from .extraction import parse_answers
 from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
 from .llm import LanguageModel
@@ -211,18 +211,6 @@ class ReplayLLM:
 
 
 # -- the demo run ------------------------------------------------------------------------------------
-
-
-def result_context(result: RetrievalResult, *, max_tokens: int | None = None) -> PathContext:
-    """The context of a retrieval's paths (query first, most reliable path last), within ``max_tokens``."""
-    paths = [item for item in result.paths if item.path is not None]
-    return build_context(result.query, [item.path for item in paths],  # type: ignore[misc]
-                         [item.text for item in paths], max_tokens=max_tokens)
-
-
-def answer_prompt(context: PathContext) -> str:
-    """The exact prompt an answering model gets: the laid-out context, then the answer instructions."""
-    return f"{context.text}\n\n{ANSWER_INSTRUCTIONS}"
 
 
 @dataclass
