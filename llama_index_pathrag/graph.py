@@ -22,6 +22,11 @@ hop's neighbours, so a search of ``h`` hops costs about ``h + 1`` calls in all, 
 meant to live for one query (:class:`~llama_index_pathrag.PathRAGRetriever` makes one per query); its
 own writes clear it.
 
+Pushed down. On LlamaIndex's FalkorDB and Neo4j stores, :class:`CypherPropertyGraphAdapter` answers each
+hop with one Cypher query of :class:`pathrag.cypher.CypherGraphStore` (nodes ``(:__Entity__ {id})``,
+over the knowledge relationship types) instead: no triplets are shipped, and ``id`` is indexed where
+``get_triplets``' ``name`` is not. Entities, relations and writes still go through the store's API.
+
 Writes (used by :class:`~llama_index_pathrag.PathRAGExtractor` to merge into what is stored) keep every
 other property of a stored node, and write relations under one label, ``relation_label``. Deletes are
 not offered: ``PropertyGraphStore.delete`` cannot remove one relation, and
@@ -41,6 +46,7 @@ Neighborhood(degree=1, neighbors={'Acme': 1})
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -56,12 +62,15 @@ from llama_index.core.graph_stores.types import (
 from llama_index.core.graph_stores.types import Relation as StoreRelation
 
 from pathrag import Entity, Neighborhood, Relation
+from pathrag.cypher import CypherGraphStore, Runner, falkordb_runner, neo4j_runner
 from pathrag.merging import merge_relation
 
 __all__ = [
     "DEFAULT_IGNORED_RELATIONS",
     "RELATION_LABEL",
+    "CypherPropertyGraphAdapter",
     "PropertyGraphStoreAdapter",
+    "cypher_runner",
     "entity_from_node",
     "entity_id",
     "entity_to_node",
@@ -382,3 +391,75 @@ def _entities(nodes: Iterable[LabelledNode]) -> dict[str, Entity]:
 
 def _merged(items: list[T], stored: Mapping[Any, T], merge: Merge[T], key: Callable[[T], Any]) -> list[T]:
     return [item if (old := stored.get(key(item))) is None else merge(old, item) for item in items]
+
+
+# LlamaIndex stores whose nodes are (:__Entity__ {id}) in a Cypher database, and how to reach the raw
+# client: their structured_query drops list values of 128+ items (the hop query returns long lists).
+_CYPHER_STORES: dict[tuple[str, str], Callable[[Any], Runner]] = {
+    ("llama_index.graph_stores.falkordb", "FalkorDBPropertyGraphStore"): lambda s: falkordb_runner(s._graph),
+    ("llama_index.graph_stores.neo4j", "Neo4jPropertyGraphStore"): lambda s: neo4j_runner(s._driver, s._database),
+}
+
+
+def cypher_runner(store: PropertyGraphStore) -> Runner | None:
+    """A raw-client :data:`pathrag.cypher.Runner` for LlamaIndex's FalkorDB or Neo4j property-graph store
+    (or a subclass); ``None`` for any other store. Detected by class, without importing those packages.
+
+    >>> cypher_runner(SimplePropertyGraphStore()) is None
+    True
+    """
+    for cls in type(store).__mro__:
+        make = _CYPHER_STORES.get((cls.__module__.rsplit(".", 1)[0], cls.__name__))
+        if make is not None:
+            return make(store)
+    return None
+
+
+class CypherPropertyGraphAdapter(PropertyGraphStoreAdapter):
+    """:class:`PropertyGraphStoreAdapter` whose traversal runs in the database, one Cypher query per hop.
+
+    ``run``: the database's :data:`pathrag.cypher.Runner` (see :func:`cypher_runner`). The relationship
+    types to follow are read once, on the first hop (``CALL db.relationshipTypes()``), minus
+    ``ignore_relations``; without any left (or with a type holding a backtick) traversal falls back to
+    the generic ``get_triplets`` path. ``cypher`` is the inner store once built (``cypher.round_trips``).
+
+    >>> rows = {"CALL db.relationshipTypes()": [["MENTIONS"], ["WORKS_AT"]]}
+    >>> graph = CypherPropertyGraphAdapter(SimplePropertyGraphStore(), lambda q, p, w: rows.get(q, []))
+    >>> graph.neighborhoods({"Alice": None}), graph.cypher.traverse
+    ({}, ('WORKS_AT',))
+    """
+
+    def __init__(self, store: PropertyGraphStore, run: Runner, **options: Any) -> None:
+        super().__init__(store, **options)
+        self._cypher_run = run
+        self.cypher: CypherGraphStore | None = None
+        self._generic = False
+
+    def _core(self) -> CypherGraphStore | None:
+        if self.cypher is None and not self._generic:
+            types = [row[0] for row in self._cypher_run("CALL db.relationshipTypes()", {}, False)
+                     if row[0] not in self.ignore_relations]
+            if types and not any("`" in t for t in types):
+                self.cypher = CypherGraphStore(self._cypher_run, label="__Entity__", key="id", traverse=types)
+            else:
+                self._generic = True
+        return self.cypher
+
+    def neighborhoods(
+        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
+    ) -> dict[str, Neighborhood]:
+        core = self._core()
+        if core is None:
+            return super().neighborhoods(requests, directed=directed, keep=keep)
+        return core.neighborhoods(requests, directed=directed, keep=keep)
+
+    async def aneighborhoods(
+        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
+    ) -> dict[str, Neighborhood]:
+        core = await asyncio.to_thread(self._core)
+        if core is None:
+            return await super().aneighborhoods(requests, directed=directed, keep=keep)
+        return await core.aneighborhoods(requests, directed=directed, keep=keep)
+
+    def __repr__(self) -> str:
+        return f"CypherPropertyGraphAdapter({type(self.store).__name__})"

@@ -37,7 +37,7 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore, Vector
 
 from pathrag import RetrievalParams, RetrievalResult, VectorHit, aretrieve, retrieve
 
-from .graph import DEFAULT_IGNORED_RELATIONS, PropertyGraphStoreAdapter
+from .graph import DEFAULT_IGNORED_RELATIONS, CypherPropertyGraphAdapter, PropertyGraphStoreAdapter, cypher_runner
 
 __all__ = ["PathRAGRetriever"]
 
@@ -107,7 +107,10 @@ class PathRAGRetriever(BasePGRetriever):
 
     ``params``: ``top_k`` (15), ``num_seeds`` (40), ``alpha`` (0.8), ``theta`` (0.05), ``max_hops`` (3),
     ``paths_per_pair`` (None), ``directed`` (False), as in :class:`pathrag.RetrievalParams`.
-    ``ignore_relations``: relation labels never traversed (provenance by default).
+    ``ignore_relations``: relation labels never traversed (provenance by default). ``pushdown``: on
+    LlamaIndex's FalkorDB and Neo4j stores, run each hop as one Cypher query
+    (:class:`~llama_index_pathrag.graph.CypherPropertyGraphAdapter`; same results, far fewer rows
+    shipped); ``False`` keeps the generic ``get_triplets`` path.
 
     >>> from llama_index.core.graph_stores import SimplePropertyGraphStore
     >>> PathRAGRetriever(SimplePropertyGraphStore())  # doctest: +ELLIPSIS
@@ -124,6 +127,7 @@ class PathRAGRetriever(BasePGRetriever):
         embed_model: BaseEmbedding | None = None,
         llm: LLM | None = None,
         ignore_relations: Sequence[str] = tuple(DEFAULT_IGNORED_RELATIONS),
+        pushdown: bool = True,
         callback_manager: CallbackManager | None = None,
         **params: Any,
     ) -> None:
@@ -139,12 +143,16 @@ class PathRAGRetriever(BasePGRetriever):
             raise TypeError(f"unknown PathRAGRetriever parameter(s): {', '.join(sorted(unknown))}")
         self.params = RetrievalParams(**params)
         self.ignore_relations = tuple(ignore_relations)
+        self.pushdown = pushdown
         self._seeds = _EntitySeeds(graph_store, vector_store, embed_model)
         self._llm = _LlamaLanguageModel(llm) if llm is not None else None
         super().__init__(graph_store=graph_store, include_text=False, callback_manager=callback_manager)
 
-    def _graph(self) -> PropertyGraphStoreAdapter:
-        return PropertyGraphStoreAdapter(self._graph_store, ignore_relations=self.ignore_relations)  # one per query
+    def _graph(self) -> PropertyGraphStoreAdapter:  # one per query
+        run = cypher_runner(self._graph_store) if self.pushdown else None
+        if run is not None:
+            return CypherPropertyGraphAdapter(self._graph_store, run, ignore_relations=self.ignore_relations)
+        return PropertyGraphStoreAdapter(self._graph_store, ignore_relations=self.ignore_relations)
 
     # _EntitySeeds is the read half of a VectorIndex: retrieval only queries it
     def retrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

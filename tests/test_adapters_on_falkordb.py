@@ -2,9 +2,9 @@
 
 * LangChain: ``PathRAGIndexer(graph_store=CypherGraphStore.from_falkordb(...))`` indexes, retrieves and
   deletes exactly as with the default networkx store.
-* LlamaIndex: ``PathRAGRetriever`` over ``FalkorDBPropertyGraphStore`` (LlamaIndex's own store, through
-  the generic ``PropertyGraphStore`` path, seeds from the store's vector index) returns the same paths as
-  over ``SimplePropertyGraphStore`` holding the same graph.
+* LlamaIndex: ``PathRAGRetriever`` over ``FalkorDBPropertyGraphStore`` (LlamaIndex's own store, hops
+  pushed down to one Cypher query each, seeds from the store's vector index) returns the same paths as
+  over ``SimplePropertyGraphStore`` holding the same graph, and as the generic ``get_triplets`` path.
 * Neo4j (``CypherGraphStore.from_neo4j`` and ``Neo4jPropertyGraphStore``): the same checks, only when
   ``NEO4J_URI`` (and ``NEO4J_USERNAME``, ``NEO4J_PASSWORD``, ``NEO4J_DATABASE``) point at a server; the
   LlamaIndex store needs APOC and an empty database.
@@ -26,9 +26,10 @@ from llama_index.core.indices.property_graph import SimpleLLMPathExtractor
 
 from langchain_pathrag import PathRAGIndexer
 from llama_index_pathrag import HashingEmbedding, PathRAGExtractor, PathRAGQueryEngine, PathRAGRetriever
-from llama_index_pathrag.graph import PropertyGraphStoreAdapter
-from pathrag import Entity, Relation
+from llama_index_pathrag.graph import CypherPropertyGraphAdapter, PropertyGraphStoreAdapter, cypher_runner
+from pathrag import Entity, Relation, find_key_paths
 from pathrag.cypher import CypherGraphStore
+from pathrag.indexing import run_sync
 
 from .langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings
 from .llama_index_fakes import KEYWORDS_HEAD, ScriptedLlamaLLM
@@ -156,7 +157,7 @@ def check_same_paths_as_the_in_memory_store(store) -> None:
     assert {"MARA", "SEA WALL"} <= {n for node in got for n in node.node.metadata["nodes"]}
     assert "relation IDA -> SEA WALL [design]: Ida designed the Sea Wall." in "\n".join(n.node.text for n in got)
     assert counted.calls["vector_query"] == 2  # one per low-level keyword
-    assert 1 <= counted.calls["get_triplets"] <= 3 + 1  # generic path: one batched get_triplets per hop, plus one
+    assert counted.calls["get_triplets"] == 1  # hops pushed down: only the path texts' relations
 
     # the ready-made engine over each index sends the model the same prompt
     for index in (database, memory):
@@ -190,6 +191,55 @@ def test_llama_index_graph_from_simple_llm_path_extractor_on_falkordb(falkordb_p
         "CALL db.relationshipTypes() YIELD relationshipType AS type")}
     assert {"Designed", "Lives in", "MENTIONS"} <= types  # one relationship type per label, provenance too
     assert "Ida\n  relation Ida -> Sea wall [designed]\nSea wall" in [text for *_, text in answers[0]]
+
+
+@pytest.mark.parametrize("corpus", ["pathrag", "simple_llm_paths"])
+@pytest.mark.parametrize("use_async", [False, True])
+def test_pushed_down_hops_give_the_generic_paths(falkordb_pg_store, corpus, use_async):
+    """On either kind of LlamaIndex graph (one relation label; several, with spaces, plus MENTIONS and
+    chunks) the pushed-down retriever returns exactly the generic one's nodes, with no get_triplets per hop."""
+    llm = ScriptedLlamaLLM(keywords=KEYWORDS)
+    if corpus == "pathrag":
+        build_index(falkordb_pg_store, llm)
+        query, knowledge = QUESTION, {"RELATED_TO"}
+    else:
+        build_index(falkordb_pg_store, llm, SimpleLLMPathExtractor(llm=llm), TRIPLET_DOCS)
+        query, knowledge = "Mara Sea Wall", {"Works for", "Hired", "Designed", "Protects", "Lives in"}
+    assert falkordb_pg_store.structured_query("MATCH (c:Chunk) RETURN count(c) AS n")[0]["n"] > 0  # provenance too
+    params = {"embed_model": HashingEmbedding(64), "llm": llm, "num_seeds": 5, "top_k": 10}
+    answers, calls = [], []
+    for pushdown in (True, False):
+        retriever = PathRAGRetriever(falkordb_pg_store, pushdown=pushdown, **params)
+        assert type(retriever._graph()) is (CypherPropertyGraphAdapter if pushdown else PropertyGraphStoreAdapter)
+        counted = Counted(falkordb_pg_store)
+        answers.append(summary(run_sync(retriever.aretrieve(query)) if use_async else retriever.retrieve(query)))
+        calls.append(counted.calls["get_triplets"])
+        del falkordb_pg_store.get_triplets, falkordb_pg_store.vector_query  # back to the class methods
+    assert answers[0] and answers[0] == answers[1]
+    assert calls[0] == 1 <= calls[1]  # pushed down: only the path texts' relations come from get_triplets
+    chunks = {row["id"] for row in falkordb_pg_store.structured_query("MATCH (c:Chunk) RETURN c.id AS id")}
+    assert not chunks & {n for _, nodes, *_ in answers[0] for n in nodes}
+
+    # the hops themselves: one query each, over the knowledge types only, never get_triplets
+    seeds = [row["id"] for row in falkordb_pg_store.structured_query("MATCH (e:__Entity__) RETURN e.id AS id")]
+    pushed, generic = CypherPropertyGraphAdapter(falkordb_pg_store, cypher_runner(falkordb_pg_store)), \
+        PropertyGraphStoreAdapter(falkordb_pg_store)
+    counted = Counted(falkordb_pg_store)
+    paths = find_key_paths(pushed, seeds, top_k=40)
+    assert counted.calls["get_triplets"] == 0 and 1 <= pushed.cypher.round_trips <= 3
+    assert set(pushed.cypher.traverse) == knowledge  # MENTIONS left out
+    assert paths and paths == find_key_paths(generic, seeds, top_k=40)
+
+
+def test_pushdown_is_only_for_cypher_stores(falkordb_pg_store):
+    assert cypher_runner(SimplePropertyGraphStore()) is None
+    assert cypher_runner(falkordb_pg_store)("RETURN 1", {}, False) == [[1]]
+    retriever = PathRAGRetriever(SimplePropertyGraphStore(), vector_store=build_index(
+        SimplePropertyGraphStore(), ScriptedLlamaLLM()).vector_store, embed_model=HashingEmbedding(64))
+    assert type(retriever._graph()) is PropertyGraphStoreAdapter
+    # a graph without knowledge relationships traverses through the generic path (which finds nothing)
+    empty = CypherPropertyGraphAdapter(falkordb_pg_store, cypher_runner(falkordb_pg_store))
+    assert empty.neighborhoods({"Nobody": None}) == {} and empty.cypher is None
 
 
 def test_long_lists_survive_with_sanitizing_off(falkordb_server, falkordb_graph):

@@ -32,7 +32,7 @@ from pathrag import (
     afind_key_paths,
     find_key_paths,
 )
-from pathrag.cypher import CypherGraphStore
+from pathrag.cypher import CypherGraphStore, falkordb_runner
 
 from .falkordb_server import start_server, stop_server
 from .fakes import ScriptedLLM
@@ -170,6 +170,55 @@ async def test_async_twins_match(backend):
         await s.adelete_relations([pair])
         await s.adelete_entities(["n2"])
     assert contents(store) == contents(ref)
+
+
+# -- reading a graph someone else wrote: key and traverse ------------------------------------------
+
+
+def test_key_and_traverse_read_a_foreign_graph_like_the_embedded_store(falkordb_graph):
+    """Nodes keyed by ``uid``, knowledge in two relationship types (one with a space), provenance in a
+    third that is not traversed: the same neighbourhoods and paths as networkx on the knowledge edges."""
+    relations, rng = random_graph(5, 90)
+    knowledge, noise = relations[: len(relations) * 2 // 3], relations[len(relations) * 2 // 3 :]
+    spaced, plain = knowledge[::2], knowledge[1::2]
+    writer = CypherGraphStore(falkordb_runner(falkordb_graph), label="Thing", key="uid", relationship="LINK",
+                              directed_relations=True)
+    everyone = [Entity(name=f"n{i}") for i in range(90)]
+    writer.upsert_entities(everyone)
+    writer.upsert_relations(plain)
+    CypherGraphStore(falkordb_runner(falkordb_graph), label="Thing", key="uid", relationship="MENTIONS",
+                     directed_relations=True).upsert_relations(noise)
+    falkordb_graph.query("UNWIND $rows AS row MATCH (a:Thing {uid: row.s}), (b:Thing {uid: row.t}) "
+                         "MERGE (a)-[:`lives in`]->(b)", {"rows": [{"s": r.source, "t": r.target} for r in spaced]})
+    falkordb_graph.query("CREATE (:Other {uid: 'n1'})-[:LINK]->(:Thing {uid: 'loner'})")  # other label: not a neighbour
+    ref = NetworkXGraphStore(directed_relations=True)
+    ref.upsert_relations(knowledge)
+    ref.upsert_entities([*everyone, Entity(name="loner")])
+    reader = CypherGraphStore(falkordb_runner(falkordb_graph), label="Thing", key="uid", relationship="LINK",
+                              traverse=["LINK", "lives in"])
+    assert reader.traverse == ("LINK", "lives in") and not falkordb_graph.list_constraints()  # schema untouched
+    names = [f"n{i}" for i in range(90)] + ["loner", "absent"]
+    for directed in (False, True):
+        for limit in (None, 2):
+            requests = dict.fromkeys(names, limit)
+            assert reader.neighborhoods(requests, directed=directed, keep={"n3", "n4"}) == ref.neighborhoods(
+                requests, directed=directed, keep={"n3", "n4"})
+        seeds = rng.sample(names[:90], 20)
+        ours, theirs = find_key_paths(reader, seeds, directed=directed), find_key_paths(ref, seeds, directed=directed)
+        assert [p.nodes for p in ours] == [p.nodes for p in theirs] and ours
+        assert all(math.isclose(a.score, b.score, abs_tol=1e-9) for a, b in zip(ours, theirs))
+    assert reader.get_relations([plain[0].pair[::-1]]) == {plain[0].pair[::-1]: plain[0]}  # reads use `relationship`
+    assert reader.get_entities(["n1"]) == {"n1": Entity(name="n1")}
+
+
+def test_a_custom_key_is_written_and_constrained(falkordb_graph):
+    store = CypherGraphStore.from_falkordb(falkordb_graph, label="Thing", key="uid")
+    store.upsert_entities([Entity(name="A", type="t", description="d")])
+    store.upsert_relations([Relation(source="A", target="B")])
+    assert falkordb_graph.query("MATCH (n:Thing) RETURN n.uid, n.type, n.name ORDER BY n.uid").result_set == [
+        ["A", "t", None], ["B", None, None]]
+    assert any(c["label"] == "Thing" and c["properties"] == ["uid"] for c in falkordb_graph.list_constraints())
+    assert store.neighborhoods({"A": None}) == {"A": Neighborhood(1, {"B": 1})}
 
 
 # -- one query per hop, hubs ship only what matters --------------------------------------------------
@@ -338,6 +387,18 @@ def test_nasty_names_are_stored_and_found_verbatim(backend):
 def test_bad_input_gets_a_clear_error(falkordb_graph):
     with pytest.raises(ValueError, match="label"):
         CypherGraphStore.from_falkordb(falkordb_graph, label="Entity) DETACH DELETE (n")
+    run = falkordb_runner(falkordb_graph)
+    with pytest.raises(ValueError, match="key"):
+        CypherGraphStore(run, key="name}) DETACH DELETE (n")
+    with pytest.raises(ValueError, match="key"):
+        CypherGraphStore(run, key="description")  # would be overwritten by the entity's own property
+    with pytest.raises(ValueError, match="backtick"):
+        CypherGraphStore(run, traverse=["KNOWS", "x`]-() DETACH DELETE n //"])
+    with pytest.raises(TypeError, match="traverse"):
+        CypherGraphStore(run, traverse="KNOWS")
+    for bad in ([], [""]):
+        with pytest.raises(ValueError, match="traverse"):
+            CypherGraphStore(run, traverse=bad)
     store = CypherGraphStore.from_falkordb(falkordb_graph)
     with pytest.raises(ValueError, match="finite"):
         store.upsert_relations([Relation(source="A", target="B", weight=math.inf)])

