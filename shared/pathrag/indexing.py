@@ -313,11 +313,7 @@ class PathRAGIndex:
                 return InsertSummary(unchanged=1)
             released = self._unref(document_id, old["chunks"]) if old is not None else set()
             cid = f"records-{content}"
-            record = {"id": cid, "text": "", "refs": {}, "entities": entity_rows, "relations": relation_rows}
-            self.chunks[cid] = record
-            if self._chunk_journal is not None:
-                self._chunk_journal.append(record)
-            record["refs"] = {document_id: 0}
+            self._store_chunk(cid, "", entity_rows, relation_rows)["refs"][document_id] = 0
             self.documents[document_id] = {"hash": content, "chunks": [cid], "metadata": {"records": True},
                                            "failed": []}
             released.discard(cid)
@@ -372,19 +368,19 @@ class PathRAGIndex:
     async def _insert(self, documents: list[Document]) -> InsertSummary:
         summary = InsertSummary()
         run = _Run(self.config.max_concurrency)
-        todo: dict[str, Document] = {}
+        todo: dict[str, tuple[Document, str, dict[str, str]]] = {}  # id -> (doc, content hash, chunk id -> text)
         for doc in documents:
-            doc_id = doc.id or f"doc-{doc.content_hash()}"
+            content = doc.content_hash()
+            doc_id = doc.id or f"doc-{content}"
             known = self.documents.get(doc_id)
-            if doc_id in todo or (known and known["hash"] == doc.content_hash() and not known["failed"]):
+            if doc_id in todo or (known and known["hash"] == content and not known["failed"]):
                 summary.unchanged += 1
                 continue
-            todo[doc_id] = doc
+            todo[doc_id] = (doc, content, {chunk_id(t): t for t in doc.chunk_texts()})
         # Chunks in document order; ones already extracted (now or before a crash) are not paid again.
         planned: dict[str, tuple[str, list[str]]] = {}
-        for doc_id, doc in todo.items():
-            for text in doc.chunk_texts():
-                cid = chunk_id(text)
+        for doc_id, (_, _, chunks) in todo.items():
+            for cid, text in chunks.items():
                 planned.setdefault(cid, (text, []))[1].append(doc_id)
         missing = [cid for cid in planned if cid not in self.chunks]
         failed = await self._extract_all({cid: planned[cid] for cid in missing}, run, summary)
@@ -392,18 +388,18 @@ class PathRAGIndex:
         released: set[str] = set()
         touched_chunks: list[str] = []
         newly_live: list[str] = []
-        for doc_id, doc in todo.items():
+        for doc_id, (doc, content, chunks) in todo.items():
             old = self.documents.get(doc_id)
             if old is not None:  # a changed document replaces its previous version
                 released.update(self._unref(doc_id, old["chunks"]))
-            chunk_ids = list(dict.fromkeys(chunk_id(t) for t in doc.chunk_texts()))
+            chunk_ids = list(chunks)
             for position, cid in enumerate(chunk_ids):
                 if cid in self.chunks:
                     if not self.chunks[cid]["refs"] or cid in released:
                         newly_live.append(cid)
                     self.chunks[cid]["refs"][doc_id] = position
                     touched_chunks.append(cid)
-            self.documents[doc_id] = {"hash": doc.content_hash(), "chunks": chunk_ids, "metadata": doc.metadata,
+            self.documents[doc_id] = {"hash": content, "chunks": chunk_ids, "metadata": doc.metadata,
                                       "failed": sorted(c for c in chunk_ids if c in failed)}
             summary.documents += 1
         summary.chunks = len(dict.fromkeys(touched_chunks))
@@ -435,14 +431,8 @@ class PathRAGIndex:
                 summary.failures.append(ChunkFailure(cid, tuple(doc_ids), f"{type(exc).__name__}: {exc}"))
                 failed.add(cid)
             else:
-                record = {
-                    "id": cid, "text": text, "refs": {},
-                    "entities": [e.model_dump(mode="json") for e in done.result.entities],
-                    "relations": [r.model_dump(mode="json") for r in done.result.relations],
-                }
-                self.chunks[cid] = record
-                if self._chunk_journal is not None:
-                    self._chunk_journal.append(record)
+                self._store_chunk(cid, text, [e.model_dump(mode="json") for e in done.result.entities],
+                                  [r.model_dump(mode="json") for r in done.result.relations])
                 summary.chunks_extracted += 1
                 counts["entities"] += len(done.result.entities)
                 counts["relations"] += len(done.result.relations)
@@ -484,6 +474,16 @@ class PathRAGIndex:
         self._commit()
         summary.llm_calls = run.calls
         return summary
+
+    def _store_chunk(
+        self, cid: str, text: str, entities: list[dict[str, Any]], relations: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """Keep a chunk's extraction records and journal them at once (no document claims it yet)."""
+        record = {"id": cid, "text": text, "entities": entities, "relations": relations}
+        if self._chunk_journal is not None:
+            self._chunk_journal.append(record)
+        self.chunks[cid] = {**record, "refs": {}}
+        return self.chunks[cid]
 
     def _unref(self, doc_id: str, chunk_ids: Iterable[str]) -> set[str]:
         """Drop ``doc_id``'s claim on its chunks; return the chunks nobody claims any more."""
