@@ -77,22 +77,25 @@ def render_path(
     return "\n".join(lines)
 
 
-def _lookups(paths: Sequence[ScoredPath]) -> tuple[list[str], list[tuple[str, str]]]:
-    names = list(dict.fromkeys(n for p in paths for n in p.nodes))
+def path_lookups(
+    paths: Sequence[ScoredPath], extra_names: Sequence[str] = ()
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """The entity names and node pairs to fetch (once each) to render ``paths``, plus ``extra_names``."""
+    names = list(dict.fromkeys([*(n for p in paths for n in p.nodes), *extra_names]))
     pairs = list(dict.fromkeys(e for p in paths for e in p.edges))
     return names, pairs
 
 
 def build_path_texts(store: GraphStore, paths: Sequence[ScoredPath]) -> list[str]:
     """Render every path, fetching its entities and relations in two batched reads."""
-    names, pairs = _lookups(paths)
+    names, pairs = path_lookups(paths)
     entities, relations = store.get_entities(names), store.get_relations(pairs)
     return [render_path(p, entities, relations) for p in paths]
 
 
 async def abuild_path_texts(store: GraphStore, paths: Sequence[ScoredPath]) -> list[str]:
     """Async twin of :func:`build_path_texts`."""
-    names, pairs = _lookups(paths)
+    names, pairs = path_lookups(paths)
     entities = await store.aget_entities(names)
     relations = await store.aget_relations(pairs)
     return [render_path(p, entities, relations) for p in paths]

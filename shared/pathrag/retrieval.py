@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .context import render_entity, render_path
+from .context import path_lookups, render_entity, render_path
 from .graph import GraphStore
 from .llm import LanguageModel
 from .models import Entity, Relation, ScoredPath
@@ -245,12 +245,6 @@ def _assemble(
     return RetrievalResult(query=query, keywords=keywords, seeds=seeds, items=items)
 
 
-def _lookups(paths: Sequence[ScoredPath], seeds: Sequence[str]) -> tuple[list[str], list[tuple[str, str]]]:
-    names = list(dict.fromkeys([*(n for p in paths for n in p.nodes), *seeds]))
-    pairs = list(dict.fromkeys(e for p in paths for e in p.edges))
-    return names, pairs
-
-
 def _check(query: Any) -> str:
     if not isinstance(query, str):
         raise TypeError(f"query must be a str, got {type(query).__name__}")
@@ -284,7 +278,7 @@ def retrieve(
     hit_lists = [entity_index.query(term, params.num_seeds) for term in _search_terms(query, keywords)]
     seeds = pick_seeds(hit_lists, params.num_seeds)
     paths = find_key_paths(graph, seeds, **params.path_kwargs())
-    names, pairs = _lookups(paths, seeds)
+    names, pairs = path_lookups(paths, seeds)
     return _assemble(query, keywords, seeds, paths, graph.get_entities(names), graph.get_relations(pairs),
                      params.top_k)
 
@@ -313,7 +307,7 @@ async def aretrieve(
     hit_lists = [await entity_index.aquery(term, params.num_seeds) for term in _search_terms(query, keywords)]
     seeds = pick_seeds(hit_lists, params.num_seeds)
     paths = await afind_key_paths(graph, seeds, **params.path_kwargs())
-    names, pairs = _lookups(paths, seeds)
+    names, pairs = path_lookups(paths, seeds)
     return _assemble(query, keywords, seeds, paths, await graph.aget_entities(names),
                      await graph.aget_relations(pairs), params.top_k)
 
