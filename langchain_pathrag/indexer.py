@@ -25,15 +25,19 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.indexing import DeleteResponse, DocumentIndex, UpsertResponse
+from langchain_core.indexing.api import IndexingException
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from langchain_text_splitters import RecursiveCharacterTextSplitter, TextSplitter
+from pydantic import ConfigDict, Field
 
 import pathrag
 from pathrag import GraphStore, IndexConfig, InsertSummary, PathRAGIndex, VectorItem
@@ -44,7 +48,8 @@ from pathrag.tokens import count_tokens
 from .models import LangChainLanguageModel, LangChainVectorIndex
 from .retrievers import PathRAGRetriever
 
-__all__ = ["DEFAULT_CHUNK_OVERLAP", "DEFAULT_CHUNK_SIZE", "EXTRACTION_TAG", "PathRAGIndexer", "document_id"]
+__all__ = ["DEFAULT_CHUNK_OVERLAP", "DEFAULT_CHUNK_SIZE", "EXTRACTION_TAG", "PathRAGDocumentIndex", "PathRAGIndexer",
+           "document_id"]
 
 DEFAULT_CHUNK_SIZE = 1200  # tokens, as in the paper's setup
 DEFAULT_CHUNK_OVERLAP = 100
@@ -205,9 +210,47 @@ class PathRAGIndexer:
 
     # -- documents -----------------------------------------------------------------------------------
 
-    def _split(self, documents: Sequence[Document]) -> list[pathrag.Document]:
+    @classmethod
+    def from_documents(cls, documents: Sequence[Document], llm: BaseLanguageModel | None = None,
+                       embeddings: Embeddings | None = None, *, ids: Sequence[str] | None = None,
+                       **kwargs: Any) -> PathRAGIndexer:
+        """A new indexer (``kwargs`` as for the constructor) holding ``documents``, as ``VectorStore.from_documents``.
+
+        ``ids`` override the documents' ids (see :func:`document_id`).
+        """
+        indexer = cls(llm, embeddings, **kwargs)
+        indexer.add_documents(documents, ids=ids)
+        return indexer
+
+    @classmethod
+    async def afrom_documents(cls, documents: Sequence[Document], llm: BaseLanguageModel | None = None,
+                              embeddings: Embeddings | None = None, *, ids: Sequence[str] | None = None,
+                              **kwargs: Any) -> PathRAGIndexer:
+        """Async twin of :meth:`from_documents`."""
+        indexer = cls(llm, embeddings, **kwargs)
+        await indexer.aadd_documents(documents, ids=ids)
+        return indexer
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str], llm: BaseLanguageModel | None = None,
+                   embeddings: Embeddings | None = None, metadatas: Sequence[Mapping[str, Any]] | None = None,
+                   *, ids: Sequence[str] | None = None, **kwargs: Any) -> PathRAGIndexer:
+        """A new indexer holding ``texts`` (see :meth:`add_texts`), as ``VectorStore.from_texts``."""
+        return cls.from_documents(_text_documents(texts, metadatas, ids), llm, embeddings, **kwargs)
+
+    @classmethod
+    async def afrom_texts(cls, texts: Iterable[str], llm: BaseLanguageModel | None = None,
+                          embeddings: Embeddings | None = None, metadatas: Sequence[Mapping[str, Any]] | None = None,
+                          *, ids: Sequence[str] | None = None, **kwargs: Any) -> PathRAGIndexer:
+        """Async twin of :meth:`from_texts`."""
+        return await cls.afrom_documents(_text_documents(texts, metadatas, ids), llm, embeddings, **kwargs)
+
+    def _split(self, documents: Sequence[Document], ids: Sequence[str] | None = None) -> list[pathrag.Document]:
         if isinstance(documents, Document):
             documents = [documents]
+        documents = list(documents)
+        if ids is not None:
+            documents = [doc.model_copy(update={"id": doc_id}) for doc, doc_id in _with_ids(documents, ids)]
         out = []
         for doc in documents:
             if not isinstance(doc, Document):
@@ -218,13 +261,39 @@ class PathRAGIndexer:
                 metadata=json.loads(json.dumps(doc.metadata, default=str))))
         return out
 
-    def add_documents(self, documents: Sequence[Document]) -> InsertSummary:
-        """Index new or changed documents and return what it did and cost (``pathrag.InsertSummary``)."""
-        return self.index.insert(self._split(documents))
+    def add_documents(self, documents: Sequence[Document], *, ids: Sequence[str] | None = None) -> InsertSummary:
+        """Index new or changed documents and return what it did and cost (``pathrag.InsertSummary``).
 
-    async def aadd_documents(self, documents: Sequence[Document]) -> InsertSummary:
+        ``ids``, one per document, override their ids (see :func:`document_id`).
+        """
+        return self.index.insert(self._split(documents, ids))
+
+    async def aadd_documents(self, documents: Sequence[Document], *,
+                             ids: Sequence[str] | None = None) -> InsertSummary:
         """Async twin of :meth:`add_documents`."""
-        return await self.index.ainsert(self._split(documents))
+        return await self.index.ainsert(self._split(documents, ids))
+
+    def add_texts(self, texts: Iterable[str], metadatas: Sequence[Mapping[str, Any]] | None = None,
+                  ids: Sequence[str] | None = None) -> list[str]:
+        """Index texts as documents, as ``VectorStore.add_texts``: return their ids, in order.
+
+        Without ``ids`` a text's id is a hash of it, so adding the same text again changes nothing.
+        Use :meth:`add_documents` for the cost report.
+
+        Raises:
+            TypeError: ``texts`` is one string, or holds something else than strings.
+            ValueError: ``metadatas`` or ``ids`` do not have one entry per text.
+        """
+        docs = _text_documents(texts, metadatas, ids)
+        self.add_documents(docs)
+        return [document_id(doc) for doc in docs]
+
+    async def aadd_texts(self, texts: Iterable[str], metadatas: Sequence[Mapping[str, Any]] | None = None,
+                         ids: Sequence[str] | None = None) -> list[str]:
+        """Async twin of :meth:`add_texts`."""
+        docs = _text_documents(texts, metadatas, ids)
+        await self.aadd_documents(docs)
+        return [document_id(doc) for doc in docs]
 
     def delete(self, doc_ids: str | Iterable[str]) -> DeleteSummary:
         """Remove documents by id (see :func:`document_id`): what only they supported disappears."""
@@ -234,15 +303,53 @@ class PathRAGIndexer:
         """Async twin of :meth:`delete`."""
         return await self.index.adelete(doc_ids)
 
+    def get_by_ids(self, ids: Sequence[str]) -> list[Document]:
+        """The indexed documents among ``ids`` (unknown ids are left out), as ``VectorStore.get_by_ids``.
+
+        ``page_content`` is the document's chunks as indexed, joined by blank lines (the splitter's
+        overlap, if any, repeats); ``metadata`` is as given (kept as JSON).
+        """
+        if isinstance(ids, str):
+            ids = [ids]
+        out = []
+        for doc_id in dict.fromkeys(ids):
+            record = self.index.documents.get(doc_id)
+            if record is not None:
+                texts = [self.index.chunks[cid]["text"] for cid in record["chunks"] if cid in self.index.chunks]
+                out.append(Document(id=doc_id, page_content="\n\n".join(texts), metadata=dict(record["metadata"])))
+        return out
+
     # -- retrieval and persistence -------------------------------------------------------------------
 
-    def as_retriever(self, **params: Any) -> PathRAGRetriever:
+    def as_retriever(self, search_kwargs: Mapping[str, Any] | None = None, **params: Any) -> PathRAGRetriever:
         """A :class:`PathRAGRetriever` over this index; ``params`` are its fields (``k``, ``num_seeds``...).
 
-        Keywords are extracted with the indexer's ``llm`` unless you pass ``llm=None`` (or another model).
+        ``search_kwargs`` holds retrieval parameters the LangChain way (``{"k": 3}`` is ``k=3``), as for
+        ``VectorStore.as_retriever``. Keywords are extracted with the indexer's ``llm`` unless you pass
+        ``llm=None`` (or another model).
+
+        Raises:
+            ValueError: an unknown parameter, or one given twice with different values.
         """
         return PathRAGRetriever(graph_store=self.index.graph, entity_index=self.index.entity_index,
-                                **{"llm": self.llm, **params})
+                                **{"llm": self.llm, **_retriever_params(search_kwargs, params)})
+
+    def as_document_index(self, search_kwargs: Mapping[str, Any] | None = None,
+                          **params: Any) -> PathRAGDocumentIndex:
+        """This index as a LangChain ``DocumentIndex``: the destination for ``langchain_core.indexing.index``.
+
+        ``search_kwargs`` and ``params`` configure its retrieval, as for :meth:`as_retriever`.
+
+        >>> from langchain_core.indexing import InMemoryRecordManager, index
+        >>> from langchain_pathrag import PathRAGEmbeddings
+        >>> from pathrag import HashingEmbedder
+        >>> records = InMemoryRecordManager("pathrag/demo")
+        >>> records.create_schema()
+        >>> destination = PathRAGIndexer(embeddings=PathRAGEmbeddings(HashingEmbedder())).as_document_index()
+        >>> index([], records, destination, cleanup="full", key_encoder="sha256")
+        {'num_added': 0, 'num_updated': 0, 'num_skipped': 0, 'num_deleted': 0}
+        """
+        return PathRAGDocumentIndex(indexer=self, retriever=self.as_retriever(search_kwargs, **params))
 
     def save(self, path: str | os.PathLike[str] | None = None) -> None:
         """Write the whole index to ``path`` (default: the indexer's own), for :meth:`load` to reopen.
@@ -263,3 +370,153 @@ class PathRAGIndexer:
 
     def __repr__(self) -> str:
         return f"PathRAGIndexer(path={str(self.path) if self.path else None!r}, {self.index.stats()})"
+
+
+def _with_ids(items: Sequence[Any], ids: Sequence[str] | None) -> list[tuple[Any, str | None]]:
+    if ids is None:
+        return [(item, None) for item in items]
+    if isinstance(ids, str):
+        raise TypeError("ids must be a sequence of strings, not one string")
+    ids = list(ids)
+    if len(ids) != len(items):
+        raise ValueError(f"got {len(ids)} ids for {len(items)} documents: pass one id per document")
+    bad = [i for i in ids if not isinstance(i, str) or not i.strip()]
+    if bad:
+        raise ValueError(f"ids must be non-empty strings, got {bad[0]!r}")
+    return list(zip(items, ids))
+
+
+def _text_documents(texts: Iterable[str], metadatas: Sequence[Mapping[str, Any]] | None,
+                    ids: Sequence[str] | None) -> list[Document]:
+    """LangChain ``Document``s for ``add_texts``-style arguments, with clear errors for the usual slips."""
+    if isinstance(texts, str):
+        raise TypeError("texts must be a list of strings, not one string (wrap it: [text])")
+    texts = list(texts)
+    bad = [t for t in texts if not isinstance(t, str)]
+    if bad:
+        raise TypeError(f"texts must be strings, got {type(bad[0]).__name__}")
+    if metadatas is not None:
+        metadatas = list(metadatas)
+        if len(metadatas) != len(texts):
+            raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts: pass one per text")
+        if not all(isinstance(m, Mapping) for m in metadatas):
+            raise TypeError("metadatas must be dicts, one per text")
+    return [Document(page_content=text, metadata=dict(metadatas[i]) if metadatas is not None else {},
+                     id=doc_id)
+            for i, (text, doc_id) in enumerate(_with_ids(texts, ids))]
+
+
+# Parameters as_retriever fills in itself: a caller passing them is a mistake, not an override.
+_FIXED_RETRIEVER_FIELDS = frozenset({"graph_store", "entity_index"})
+
+
+def _retriever_params(search_kwargs: Mapping[str, Any] | None, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Fold ``search_kwargs`` into the retriever's fields; ``k`` and ``top_k`` are one parameter."""
+    if search_kwargs is not None and not isinstance(search_kwargs, Mapping):
+        raise TypeError(f"search_kwargs must be a dict, got {type(search_kwargs).__name__}")
+    allowed = (set(PathRAGRetriever.model_fields) - _FIXED_RETRIEVER_FIELDS) | {"k"}
+    merged: dict[str, Any] = {}
+    for source in (dict(search_kwargs or {}), dict(params)):
+        for name, value in source.items():
+            if name == "search_type":
+                raise ValueError("PathRAGRetriever has no search_type: it always returns key paths "
+                                 "(tune them with k, num_seeds, alpha, theta, max_hops...)")
+            if name not in allowed:
+                raise ValueError(f"unknown retriever parameter {name!r}; expected one of "
+                                 f"{', '.join(sorted(allowed))}")
+            key = "top_k" if name == "k" else name
+            if key in merged and merged[key] != value:
+                raise ValueError(f"{name}={value!r} conflicts with {key}={merged[key]!r} given elsewhere")
+            merged[key] = value
+    return merged
+
+
+class PathRAGDocumentIndex(DocumentIndex):
+    """A :class:`PathRAGIndexer` as a LangChain ``DocumentIndex``, made by :meth:`PathRAGIndexer.as_document_index`.
+
+    It is the destination LangChain's Indexing API (``langchain_core.indexing.index`` / ``aindex``)
+    needs to keep the index in sync with changing sources through a ``RecordManager``:
+
+    * ``upsert(documents)`` indexes them under their ids (``index()`` sets each id to a hash of the
+      content and metadata); chunks already extracted cost nothing. If a chunk's extraction still fails
+      after the retries, it raises ``IndexingException`` after saving the rest, so that the record manager
+      does not mark the batch as done and the next run retries just those chunks.
+    * ``delete(ids)`` removes documents: what only they supported disappears and what they shared is
+      rebuilt, without LLM calls (``cleanup="incremental"`` / ``"full"``).
+    * ``get(ids)`` returns the indexed documents (see :meth:`PathRAGIndexer.get_by_ids`).
+    * As a retriever it returns the key paths (its ``retriever``'s documents).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    indexer: PathRAGIndexer = Field(exclude=True)
+    retriever: PathRAGRetriever = Field(exclude=True)
+
+    @staticmethod
+    def _no_options(kwargs: Mapping[str, Any], method: str) -> None:
+        if kwargs:
+            raise TypeError(f"PathRAGDocumentIndex.{method} takes no options, got {', '.join(sorted(kwargs))}")
+
+    @staticmethod
+    def _upserted(items: Sequence[Document], summary: InsertSummary) -> UpsertResponse:
+        ids = [document_id(doc) for doc in items]
+        if summary.failures:
+            failed = sorted({doc_id for failure in summary.failures for doc_id in failure.document_ids})
+            first = summary.failures[0]
+            raise IndexingException(
+                f"{len(summary.failures)} chunk(s) of documents {', '.join(failed)} failed extraction "
+                f"(first: {first.error}); everything else is saved: run the indexing again to retry them")
+        return {"succeeded": list(dict.fromkeys(ids)), "failed": []}
+
+    def upsert(self, items: Sequence[Document], /, **kwargs: Any) -> UpsertResponse:
+        """Index new or changed documents under their ids (see :func:`document_id`)."""
+        self._no_options(kwargs, "upsert")
+        return self._upserted(items, self.indexer.add_documents(items))
+
+    async def aupsert(self, items: Sequence[Document], /, **kwargs: Any) -> UpsertResponse:
+        """Async twin of :meth:`upsert`."""
+        self._no_options(kwargs, "aupsert")
+        return self._upserted(items, await self.indexer.aadd_documents(items))
+
+    @staticmethod
+    def _deleted(ids: list[str], summary: DeleteSummary) -> DeleteResponse:
+        missing = set(summary.missing)
+        done = [i for i in dict.fromkeys(ids) if i not in missing]
+        return {"num_deleted": summary.documents, "succeeded": done, "failed": [], "num_failed": 0}
+
+    @staticmethod
+    def _ids(ids: Sequence[str] | None) -> list[str]:
+        if ids is None:
+            raise ValueError("delete needs the ids of the documents to delete")
+        return [ids] if isinstance(ids, str) else list(ids)
+
+    def delete(self, ids: list[str] | None = None, **kwargs: Any) -> DeleteResponse:
+        """Remove documents by id; unknown ids are not failures."""
+        self._no_options(kwargs, "delete")
+        ids = self._ids(ids)
+        return self._deleted(ids, self.indexer.delete(ids))
+
+    async def adelete(self, ids: list[str] | None = None, **kwargs: Any) -> DeleteResponse:
+        """Async twin of :meth:`delete`."""
+        self._no_options(kwargs, "adelete")
+        ids = self._ids(ids)
+        return self._deleted(ids, await self.indexer.adelete(ids))
+
+    def get(self, ids: Sequence[str], /, **kwargs: Any) -> list[Document]:
+        """The indexed documents among ``ids``."""
+        self._no_options(kwargs, "get")
+        return self.indexer.get_by_ids(ids)
+
+    async def aget(self, ids: Sequence[str], /, **kwargs: Any) -> list[Document]:
+        """Async twin of :meth:`get` (it reads memory only)."""
+        return self.get(ids, **kwargs)
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+                                k: int | None = None, **kwargs: Any) -> list[Document]:
+        return self.retriever.invoke(query, {"callbacks": run_manager.get_child()},
+                                     **({"k": k} if k is not None else {}), **kwargs)
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+                                       k: int | None = None, **kwargs: Any) -> list[Document]:
+        return await self.retriever.ainvoke(query, {"callbacks": run_manager.get_child()},
+                                            **({"k": k} if k is not None else {}), **kwargs)
