@@ -850,6 +850,11 @@ def to_html(result: RetrievalResult, entities: dict[str, Any], relations: dict[t
         "</body>", "</html>"])
 
 
+from langchain_pathrag import cli_eval  # noqa: E402  (pathrag eval lives in its own module)
+
+cli_eval.register(app)
+
+
 def main() -> None:
     """Entry point of the ``pathrag`` console script."""
     app()
