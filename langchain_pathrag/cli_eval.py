@@ -127,6 +127,9 @@ def register(app: typer.Typer) -> None:
                     max_tokens=max_tokens, questions=questions, num_questions=num_questions, users=users,
                     tasks=tasks, all_pairs=all_pairs,
                     max_concurrency=concurrency, prices=prices, show_progress=True, worst=worst))
+            except KeyboardInterrupt:
+                raise cli.CliError(f"interrupted: every model answer so far is journalled in {run_dir}; run the "
+                                   "same command again to resume", code=130) from None
             except ValueError as exc:  # unknown configuration names, bad settings
                 raise cli.CliError(str(exc), code=2) from exc
             except EvaluationError as exc:
@@ -181,7 +184,8 @@ def print_report(report: EvalReport, *, priced: bool = False, approximate: bool 
                           f"{_rate(t.disagreement_rate)} of {t.both_orders}")
         console.print(table)
     table = Table("model use", "calls made", "reused", "failed", "prompt tok", "answer tok",
-                  *(["cost", "cost this run"] if priced else []), title=f"Model calls{note} (reused: from the run's journal, or the same prompt asked twice)")
+                  *(["cost", "cost this run"] if priced else []),
+                  title=f"Model calls{note} (reused: from the run's journal, or the same prompt asked twice)")
     for role, u in report.usage.items():
         table.add_row(role, str(u.calls), str(u.reused), str(u.failed), f"{u.prompt_tokens:,}", f"{u.answer_tokens:,}",
                       *([f"{u.cost:.4f}", f"{u.new_cost:.4f}"] if priced else []))

@@ -220,6 +220,15 @@ async def test_no_usable_users_is_a_clear_error():
     assert len(model.prompts) == 3  # description, users, users again
 
 
+def test_a_failing_question_model_is_a_clear_error(tmp_path):
+    model = Scripted(lambda prompt: "x", fail_at=1)
+    evaluation = Evaluation(tmp_path, llm=model, configurations=[fixed("A"), fixed("B")], passages=["text"],
+                            max_attempts=2, retry_wait=0)
+    with pytest.raises(EvaluationError, match="question model failed: RuntimeError: boom"):
+        evaluation.run()
+    assert len(model.prompts) == 2
+
+
 def test_questions_round_trip_through_jsonl_and_plain_text(tmp_path):
     questions = [Question("Why?", "u", "t"), Question("How {so}?")]
     write_questions(tmp_path / "q.jsonl", questions)

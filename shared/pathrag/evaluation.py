@@ -373,8 +373,8 @@ def parse_users(text: str) -> list[tuple[str, list[str]]]:
         if not isinstance(item, dict):
             continue
         keys = {_key(k): v for k, v in item.items()}
-        user = next((keys[k] for k in ("user", "name", "role", "description", "persona") if isinstance(keys.get(k), str)),
-                    "")
+        user = next((keys[k] for k in ("user", "name", "role", "description", "persona")
+                     if isinstance(keys.get(k), str)), "")
         tasks = keys.get("tasks")
         tasks = [_clean(t) for t in tasks if isinstance(t, str) and _clean(t)] if isinstance(tasks, list) else []
         if _clean(user) and tasks:
@@ -798,12 +798,15 @@ async def _generate(recorder: _Recorder, model: LanguageModel, passages: Sequenc
     excerpts = corpus_excerpts(passages, max_tokens=excerpt_tokens, token_counter=token_counter)
     if not excerpts:
         raise EvaluationError("the corpus has no text to write questions about")
-    description = (await recorder.ask(model, CORPUS_SUMMARY_PROMPT.format(
-        max_words=200, excerpts=excerpts), "questions")).answer.strip()
-    progress()
-    people, _ = await _ask_parsed(recorder, model, USERS_PROMPT.format(
-        description=description, users=users, tasks=tasks), "questions", parse_users)
-    progress()
+    try:
+        description = (await recorder.ask(model, CORPUS_SUMMARY_PROMPT.format(
+            max_words=200, excerpts=excerpts), "questions")).answer.strip()
+        progress()
+        people, _ = await _ask_parsed(recorder, model, USERS_PROMPT.format(
+            description=description, users=users, tasks=tasks), "questions", parse_users)
+        progress()
+    except _CallFailed as exc:  # nothing to go on without these two answers
+        raise EvaluationError(f"the question model failed: {exc}") from exc
     if not people:
         raise EvaluationError("the question model proposed no usable users and tasks (asked twice); "
                               "try another model, or pass your own questions")
@@ -991,7 +994,8 @@ def tally_pair(a: str, b: str, judgements: Iterable[Judgement], *, missing: int 
         if len(orders) == 2:
             for dimension, tally in result.dimensions.items():
                 tally.both_orders += 1
-                tally.disagreements += orders["ab"].winners[dimension] != orders["ba"].winners[dimension]  # type: ignore[index]
+                ab, ba = orders["ab"].winners, orders["ba"].winners
+                tally.disagreements += ab[dimension] != ba[dimension]  # type: ignore[index]
     return result
 
 
@@ -1066,7 +1070,8 @@ def _worst(pair: PairResult, questions: Sequence[Question], answers: Mapping[tup
            judgements: Sequence[Judgement], limit: int) -> list[LosingQuestion]:
     found = []
     for question in questions:
-        mine = [j for j in judgements if j.valid and j.question_id == question.id and {j.first, j.second} == {pair.a, pair.b}]
+        mine = [j for j in judgements
+                if j.valid and j.question_id == question.id and {j.first, j.second} == {pair.a, pair.b}]
         if not mine:
             continue
         losses = sum(w == pair.b for j in mine for w in j.winners.values())  # type: ignore[union-attr]
@@ -1468,12 +1473,16 @@ class OfflineEvalModel:
 # -- the HTML report ---------------------------------------------------------------------------------
 
 _REPORT_CSS = """body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:1100px;color:#1f2933;line-height:1.45}
-table{border-collapse:collapse;margin:.5rem 0 1.5rem}td,th{padding:.25rem .7rem;border-bottom:1px solid #e4e7eb;text-align:right}
+table{border-collapse:collapse;margin:.5rem 0 1.5rem}
+td,th{padding:.25rem .7rem;border-bottom:1px solid #e4e7eb;text-align:right}
 td:first-child,th:first-child{text-align:left}.num{font-variant-numeric:tabular-nums}
 svg{max-width:100%;height:auto}.a{fill:#2680c2}.b{fill:#f0b429}.axis{stroke:#9aa5b1;stroke-dasharray:3 3}
-.label{font-size:13px;fill:#1f2933}.pct{font-size:12px;fill:#fff;font-weight:600}.pct-b{font-size:12px;fill:#1f2933;font-weight:600}.note{font-size:12px;fill:#52606d}
-.pair{display:grid;grid-template-columns:1fr 1fr;gap:1rem}.pair div{background:#f5f7fa;border-radius:6px;padding:.6rem .8rem;white-space:pre-wrap;font-size:14px}
-.muted{color:#52606d;font-size:14px}h3{margin-bottom:.2rem}.key-a{color:#2680c2;font-weight:700}.key-b{color:#b7791f;font-weight:700}"""
+.label{font-size:13px;fill:#1f2933}.pct{font-size:12px;fill:#fff;font-weight:600}
+.pct-b{font-size:12px;fill:#1f2933;font-weight:600}.note{font-size:12px;fill:#52606d}
+.pair{display:grid;grid-template-columns:1fr 1fr;gap:1rem}
+.pair div{background:#f5f7fa;border-radius:6px;padding:.6rem .8rem;white-space:pre-wrap;font-size:14px}
+.muted{color:#52606d;font-size:14px}h3{margin-bottom:.2rem}
+.key-a{color:#2680c2;font-weight:700}.key-b{color:#b7791f;font-weight:700}"""
 
 
 def _pct(value: float | None) -> str:
@@ -1529,7 +1538,8 @@ def render_html(report: EvalReport) -> str:
         out.append(f"<tr><td>{esc(c.name)}<br><span class=\"muted\">{esc(c.description)}</span></td>"
                    f'<td class="num">{c.answered}</td><td class="num">{c.failed}</td>'
                    f'<td class="num">{c.mean_context_tokens:,.0f}</td><td class="num">{c.mean_prompt_tokens:,.0f}</td>'
-                   f'<td class="num">{c.mean_answer_tokens:,.0f}</td><td class="num">{c.mean_retrieval_tokens:,.0f}</td>'
+                   f'<td class="num">{c.mean_answer_tokens:,.0f}</td>'
+                   f'<td class="num">{c.mean_retrieval_tokens:,.0f}</td>'
                    f'<td class="num">{c.mean_latency_s:.2f}</td><td class="num">{c.cost:.4f}</td></tr>')
     out.append('</tbody></table><p class="muted">Token columns are means per question.</p>')
     for pair in report.pairs:
