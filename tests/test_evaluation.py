@@ -484,6 +484,22 @@ def test_eval_on_the_demo_store_offline_then_resumed(demo_store, tmp_path):
     assert "questions" not in results["usage"]  # questions.jsonl was reused as it is
 
 
+def test_eval_with_a_questions_file_and_all_pairs(demo_store, tmp_path):
+    questions = tmp_path / "questions.txt"
+    questions.write_text("How is Odric Pelham connected to the Lantern Night Flood?\n"
+                         "Who designed the Saltgate Barrier?\n", encoding="utf-8")
+    run_dir = tmp_path / "run"
+    result = cli("eval", "--store", demo_store, "--run-dir", run_dir, "--offline", "--questions-file", questions,
+                 "-c", "pathrag-lt", "-c", "default", "-c", "paths-only", "--all-pairs", "--worst", "0")
+    assert result.exit_code == 0, result.output
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["questions"] == 2 and "questions" not in results["usage"]
+    assert [(p["a"], p["b"]) for p in results["pairs"]] == [
+        ("pathrag-lt", "default"), ("pathrag-lt", "paths-only"), ("default", "paths-only")]
+    assert all(p["judgements"] == 4 for p in results["pairs"]) and results["worst"] == []
+    assert [q.text for q in read_questions(run_dir / "questions.jsonl")] == questions.read_text().splitlines()
+
+
 def test_eval_command_errors_are_one_line(demo_store, tmp_path):
     result = cli("eval", "--store", demo_store, "--run-dir", tmp_path / "r")
     assert result.exit_code == 1 and "OPENAI_API_KEY" in result.stderr and "--offline" in result.stderr

@@ -643,10 +643,6 @@ class _Recorder:
         self.on_change = on_change
         self.loop = asyncio.get_running_loop()
 
-    @property
-    def journalled(self) -> int:
-        return len(self._done)
-
     def close(self) -> None:
         if self._journal is not None:
             self._journal.close()
