@@ -500,6 +500,27 @@ def test_eval_with_a_questions_file_and_all_pairs(demo_store, tmp_path):
     assert [q.text for q in read_questions(run_dir / "questions.jsonl")] == questions.read_text().splitlines()
 
 
+def test_eval_uses_the_answer_and_judge_models_given(demo_store, tmp_path, monkeypatch):
+    from langchain_pathrag import cli as cli_module
+
+    offline = OfflineEvalModel()
+    models: dict[str, Scripted] = {}
+
+    def language_model(chat):  # chat is what _chat_model returned: here, the model's name
+        return models.setdefault(chat, Scripted(offline.complete, name=chat))
+
+    monkeypatch.setattr(cli_module, "_chat_model", lambda model: f"chat:{model}")
+    monkeypatch.setattr(cli_module, "_language_model", language_model)
+    result = cli("eval", "--store", demo_store, "--run-dir", tmp_path / "run", "-n", "2", "--users", "1",
+                 "--tasks", "2", "--model", "small", "--judge-model", "big", "-c", "default", "-c", "pathrag-lt")
+    assert result.exit_code == 0, result.output
+    answers, judge = models["chat:small"], models["chat:big"]
+    assert answers.prompts and all(not p.startswith(("You are judging", "EVALUATION SETUP")) for p in answers.prompts)
+    assert judge.prompts and all(p.startswith(("You are judging", "EVALUATION SETUP")) for p in judge.prompts)
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert results["models"] == {"answer": "chat:small", "judge": "chat:big", "questions": "chat:big"}
+
+
 def test_eval_command_errors_are_one_line(demo_store, tmp_path):
     result = cli("eval", "--store", demo_store, "--run-dir", tmp_path / "r")
     assert result.exit_code == 1 and "OPENAI_API_KEY" in result.stderr and "--offline" in result.stderr
