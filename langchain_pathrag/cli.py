@@ -4,8 +4,10 @@ Models come from any OpenAI-compatible endpoint through langchain-openai (``OPEN
 ``OPENAI_BASE_URL``, ``--model``, ``--embedding-model``). Without a key, retrieval still works with
 pathrag's model-free :class:`~pathrag.HashingEmbedder`; commands that must generate say so in one line.
 
-A store is a :class:`~pathrag.PathRAGIndex` directory plus ``cli.json``, which records the embeddings
-the store was built with so that a later command cannot query it with different ones.
+A store is a :class:`~pathrag.PathRAGIndex` directory: its ``pathrag.sqlite`` records the embeddings it
+was built with (and the pathrag version), so that any store, whoever made it, opens here and a later
+command cannot query it with different embeddings. A store of the older JSON format (with ``cli.json``)
+is migrated on first open.
 
 >>> from typer.testing import CliRunner
 >>> result = CliRunner().invoke(app, ["stats", "--store", "/nonexistent/store"])
@@ -46,6 +48,7 @@ except ImportError:  # older typer runs on click itself
 import pathrag
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex, RetrievalResult
 from pathrag.context import answer_prompt, render_entity, result_context
+from pathrag.store import LEGACY_FILES, STORE_FILE, StoreError, read_store_info, write_store_info
 from pathrag.demo import (
     DEMO_PARAMS,
     QuestionRun,
@@ -63,7 +66,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CliError", "app", "main"]
 
-STORE_META = "cli.json"
+STORE_META = "cli.json"  # the JSON format's record of the embeddings (migrated into the store)
 HASHING = "hashing-256"  # the offline embeddings: pathrag.HashingEmbedder(256)
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_EMBEDDING_MODEL = "text-embedding-3-small"
@@ -199,6 +202,12 @@ def _language_model(chat: BaseChatModel) -> pathrag.LanguageModel:
 def _embedder(spec: str, store: Path) -> pathrag.Embedder:
     if spec == HASHING:
         return HashingEmbedder(256)
+    dimensions = spec.removeprefix("hashing-")
+    if spec.startswith("hashing-") and dimensions.isdigit():  # a store made by the library, say
+        return HashingEmbedder(int(dimensions))
+    if not spec.startswith("openai:"):
+        raise CliError(f"the store {store} was built with the embeddings {spec!r}, which the command line cannot "
+                       "make; open it from Python with the same embedder")
     name = spec.removeprefix("openai:")
     if not _has_key():
         raise CliError(f"the store {store} uses the embedding model {name!r}: {NO_KEY}")
@@ -222,14 +231,23 @@ def _describe(spec: str) -> str:
 
 
 def _read_meta(store: Path) -> dict[str, Any] | None:
-    meta = store / STORE_META
+    """``{"embeddings": spec}`` as the store records it; ``{}`` if it does not say; ``None``: no store yet."""
     if not store.exists():
         return None
     if not store.is_dir():
         raise CliError(f"{store} is a file, not a pathrag store directory")
+    try:
+        info = read_store_info(store)
+    except StoreError as exc:
+        raise CliError(_one_line(str(exc))) from exc
+    if info is not None:
+        return {"embeddings": info["embedder"]} if info.get("embedder") else {}
+    meta = store / STORE_META  # a store of the JSON format, migrated when opened
     if not meta.exists():
+        if any(p.name in LEGACY_FILES for p in store.iterdir()):
+            return {}
         if any(store.iterdir()):
-            raise CliError(f"{store} is not a store made by the pathrag command (no {STORE_META})")
+            raise CliError(f"{store} is not a store made by the pathrag command (no {STORE_FILE})")
         return None
     try:
         data = json.loads(meta.read_text(encoding="utf-8"))
@@ -245,25 +263,25 @@ def _open_store(store: Path, *, create: bool = False, embedding_model: str | Non
     if meta is None and not create:
         raise CliError(f"no pathrag store at {store} (build one with: pathrag index PATH --store {store})")
     if meta == {}:
-        raise CliError(f"{store / STORE_META} does not say which embeddings the store uses")
+        raise CliError(f"the store {store} does not say which embeddings it uses (a store made by the library "
+                       "with an embedder of its own: open it from Python)")
     spec = meta["embeddings"] if meta else _embedding_spec(embedding_model)
     if meta and embedding_model is not None and _embedding_spec(embedding_model) != spec:
         raise CliError(f"the store {store} was built with the embeddings {_describe(spec)}, not "
                        f"{_describe(_embedding_spec(embedding_model))}; use another --store to switch")
     embedder = _embedder(spec, store)
-    try:
-        index = PathRAGIndex(store, llm=llm, embedder=embedder, config=config)
+    try:  # the store records the embeddings (and refuses others) itself
+        return PathRAGIndex(store, llm=llm, embedder=embedder, config=config, embedder_name=spec)
     except (OSError, ValueError) as exc:
         raise CliError(f"cannot open the store {store}: {_one_line(str(exc))}") from exc
-    if not meta:
-        _write_meta(store, spec)
-    return index
 
 
 def _write_meta(store: Path, spec: str) -> None:
-    store.mkdir(parents=True, exist_ok=True)
-    (store / STORE_META).write_text(json.dumps({"embeddings": spec, "pathrag": pathrag.__version__}) + "\n",
-                                    encoding="utf-8")
+    """Create the store (if needed) recording its embeddings."""
+    try:
+        write_store_info(store, embedder=spec, pathrag_version=pathrag.__version__)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot write the store {store}: {_one_line(str(exc))}") from exc
 
 
 @contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -40,13 +41,22 @@ def make(tmp_path=None, llm=None, **config) -> PathRAGIndex:
                         config=IndexConfig(**{**FAST, **config}))
 
 
+def rows(store: Path, sql: str) -> list[tuple]:
+    """Rows of the committed state of the store in ``store`` (read-only)."""
+    conn = sqlite3.connect(f"file:{store / 'pathrag.sqlite'}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
 def snapshot(index: PathRAGIndex) -> dict:
     """Everything an index holds, order-insensitively."""
     g = index.graph
     return {
         "entities": sorted((e.model_dump_json() for e in g.iter_entities())),
         "relations": sorted((r.model_dump_json() for r in g.iter_relations())),
-        "vectors": {name: sorted((i, idx.get(i).text) for i in idx._items) for name, idx in index.vector_indexes.items()},
+        "vectors": {name: sorted((i, idx.get(i).text) for i in idx.ids()) for name, idx in index.vector_indexes.items()},
         "documents": {k: v["chunks"] for k, v in index.documents.items()},
     }
 
@@ -148,7 +158,8 @@ async def test_llm_cache_answers_repeated_prompts_and_can_be_disabled(tmp_path):
     await no_cache.ainsert([Document(id="1", text=text)])
     no_cache.delete(["1"])
     assert (await no_cache.ainsert([Document(id="1", text=text)])).llm_calls == 2
-    assert not (tmp_path / "y" / "llm_cache.jsonl").exists()
+    assert rows(tmp_path / "y", "SELECT COUNT(*) FROM llm_cache") == [(0,)]
+    assert rows(tmp_path / "x", "SELECT COUNT(*) FROM llm_cache") == [(2,)]
 
 
 async def test_concurrency_limit_is_honoured():
@@ -253,9 +264,8 @@ async def test_persistence_round_trip(tmp_path):
     assert snapshot(reopened) == snapshot(index)
     assert reopened.entity_index.query("MARA pilot", 2) == index.entity_index.query("MARA pilot", 2)
     assert find_key_paths(reopened.graph, ["GULL", "TIDE BOARD"]) == find_key_paths(index.graph, ["GULL", "TIDE BOARD"])
-    assert sorted(os.listdir(tmp_path)) == sorted([
-        "chunks.jsonl", "chunks.vectors.json", "documents.json", "entities.vectors.json", "graph.json",
-        "llm_cache.jsonl", "relations.vectors.json"])
+    # one file (plus SQLite's write-ahead log while the store is open)
+    assert set(os.listdir(tmp_path)) - {"pathrag.sqlite-wal", "pathrag.sqlite-shm"} == {"pathrag.sqlite"}
 
 
 async def test_save_to_another_directory_makes_a_complete_copy(tmp_path):
@@ -283,7 +293,7 @@ async def test_crash_mid_insert_then_rerun_completes_and_pays_only_the_rest(tmp_
     with pytest.raises(Crash):
         await index.ainsert(docs)
     index.close()
-    saved = len((tmp_path / "crash" / "chunks.jsonl").read_text().splitlines())
+    saved = rows(tmp_path / "crash", "SELECT COUNT(*) FROM chunks")[0][0]
     answered = crashing.calls - 1  # every call before the crash returned, and its answer was cached
     survivor = ScriptedLLM()
     rerun = make(tmp_path / "crash", survivor)
@@ -312,14 +322,20 @@ def test_sigkill_mid_insert_then_rerun_completes(tmp_path):
     script = tmp_path / "insert.py"
     script.write_text(KILL_SCRIPT.format(tests=str(Path(__file__).parent)))
     proc = subprocess.Popen([sys.executable, str(script), str(store)], stdout=subprocess.PIPE, text=True)
-    journal = store / "chunks.jsonl"
+    def saved() -> int:
+        try:
+            return rows(store, "SELECT COUNT(*) FROM chunks")[0][0]
+        except sqlite3.Error:  # not created yet
+            return 0
+
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not journal.exists() or journal.read_text().count("\n") < 10):
+    while time.monotonic() < deadline and saved() < 10:
         time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL, "the insert finished before it could be killed"
-    saved = sum(1 for line in journal.read_text().splitlines() if line.strip())
+    assert rows(store, "SELECT COUNT(*) FROM documents") == [(0,)]  # the commit never started
+    saved = rows(store, "SELECT COUNT(*) FROM chunks")[0][0]
     assert 10 <= saved < 40
 
     docs = [Document(id=str(i), text=f"ENTITY N{i} | concept | Node {i}.\nLINK N{i} | HUB | n{i} joins. | k | 2")
@@ -328,11 +344,11 @@ def test_sigkill_mid_insert_then_rerun_completes(tmp_path):
     rerun = make(store, llm)
     summary = rerun.insert(docs)
     assert summary.documents == 40 and summary.failures == []
-    assert summary.chunks_extracted <= 40 - saved + 1  # a torn last line may be redone
+    assert summary.chunks_extracted == 40 - saved  # every saved extraction is reused
     clean = make(tmp_path / "clean")
     clean.insert(docs)
     assert snapshot(rerun) == snapshot(clean)
-    assert json.loads((store / "documents.json").read_text())["documents"].keys() == set(map(str, range(40)))
+    assert {d for d, in rows(store, "SELECT id FROM documents")} == set(map(str, range(40)))
 
 
 # -- bad input -------------------------------------------------------------------------------------
@@ -366,6 +382,6 @@ def test_sync_insert_works_inside_a_running_event_loop():
 def test_entity_and_relation_models_round_trip_through_chunk_records(tmp_path):
     index = make(tmp_path)
     index.insert([DOC_A])
-    lines = [json.loads(line) for line in (tmp_path / "chunks.jsonl").read_text().splitlines()]
+    lines = [json.loads(records) for records, in rows(tmp_path, "SELECT records FROM chunks")]
     assert all(Entity.model_validate(e) for line in lines for e in line["entities"])
     assert all(Relation.model_validate(r) for line in lines for r in line["relations"])

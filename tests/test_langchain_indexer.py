@@ -75,7 +75,7 @@ def test_saved_and_reloaded_indexer_returns_the_same_documents(tmp_path):
     indexer.add_documents([HARBOUR, WALL])
     expected = indexer.as_retriever().invoke(QUESTION)
     indexer.save(tmp_path / "index")
-    assert {p.name for p in (tmp_path / "index").iterdir()} >= {"graph.json", "documents.json", *STORE_FILES.values()}
+    assert {p.name for p in (tmp_path / "index").iterdir()} >= {"pathrag.sqlite", *STORE_FILES.values()}
     llm = ScriptedChatModel()
     reloaded = PathRAGIndexer.load(tmp_path / "index", llm=llm, embeddings=embeddings())
     assert reloaded.as_retriever().invoke(QUESTION) == expected

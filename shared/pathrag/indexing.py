@@ -8,9 +8,11 @@ it (see :mod:`pathrag.merging`). Insert and delete therefore just change the set
 rebuild what they touch, which makes both idempotent: re-running an interrupted insert completes it,
 and ``insert(A); insert(B); delete(B)`` leaves exactly what ``insert(A)`` alone leaves.
 
-Crash safety: each chunk's extraction is journalled the moment it finishes, and the LLM cache too,
-so a re-run after a crash (even ``kill -9``) re-extracts only chunks whose results were not saved.
-Snapshots (graph, vectors, documents) are replaced atomically; the document table is written last.
+Persistence (:mod:`pathrag.store`): a directory holds one SQLite file. Each chunk's extraction and
+each LLM answer is written the moment it arrives, so a re-run after a crash (even ``kill -9``)
+re-extracts only chunks whose results were not saved. Everything else a commit changes (documents,
+graph, vectors, summaries) is written in one transaction: visible all at once or not at all.
+A directory in the older JSON format is migrated on first open.
 
 >>> import asyncio
 >>> from pathrag import PathRAGIndex, HashingEmbedder
@@ -25,11 +27,14 @@ Snapshots (graph, vectors, documents) are replaced atomically; the document tabl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import json
 import logging
 import os
+import shutil
+import sqlite3
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +52,16 @@ from .merging import merge_entity, merge_relation, relation_key
 from .models import Entity, Relation
 from .prompts import build_summary_prompt
 from .retrieval import RetrievalResult, aretrieve, retrieve
-from .storage import Journal, read_json, write_json
+from .store import (
+    STORE_FILE,
+    SQLiteGraphStore,
+    SQLiteStore,
+    SQLiteVectorIndex,
+    StoreError,
+    dumps,
+    migrate_json_store,
+    write_snapshot,
+)
 from .tokens import TokenCounter, count_tokens
 from .vectors import Embedder, InMemoryVectorIndex, VectorIndex, VectorItem
 
@@ -69,11 +83,19 @@ __all__ = [
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
-STATE_FILE = "documents.json"
-CHUNKS_FILE = "chunks.jsonl"
-CACHE_FILE = "llm_cache.jsonl"
-VECTOR_FILES = {"entities": "entities.vectors.json", "relations": "relations.vectors.json",
-                "chunks": "chunks.vectors.json"}
+STATE_FILE = STORE_FILE  # the file whose presence says "an index lives here"
+PATHRAG_VERSION = "0.1.0"
+
+
+def embedder_name_of(embedder: Embedder | None) -> str | None:
+    """The name a store records for its embedder: ``hashing-<dim>`` for :class:`HashingEmbedder`,
+    else the embedder's ``name`` attribute if it has one (``None``: not recorded, not checked)."""
+    from .vectors import HashingEmbedder
+
+    if isinstance(embedder, HashingEmbedder):
+        return f"hashing-{embedder.dimensions}"
+    name = getattr(embedder, "name", None)
+    return name if isinstance(name, str) and name else None
 
 
 def _digest(*parts: str) -> str:
@@ -210,7 +232,9 @@ class PathRAGIndex:
     ``llm`` extracts and summarises (a :class:`~pathrag.LanguageModel` or a ``prompt -> str`` function,
     sync or async). ``embedder`` feeds the default in-memory vector indexes; pass ``entity_index``,
     ``relation_index`` and ``chunk_index`` to use other vector stores, and ``graph`` for another
-    graph store. Reopening a directory reloads everything it holds.
+    graph store. With a ``directory``, everything lives in its ``pathrag.sqlite`` (see
+    :mod:`pathrag.store`), opened lazily: a retrieval reads only what it needs. The store records the
+    embedder's name (``embedder_name``, by default derived from the embedder) and refuses another one.
     """
 
     def __init__(
@@ -224,6 +248,7 @@ class PathRAGIndex:
         relation_index: VectorIndex | None = None,
         chunk_index: VectorIndex | None = None,
         config: IndexConfig | None = None,
+        embedder_name: str | None = None,
     ) -> None:
         self.config = config or IndexConfig()
         self.directory = Path(directory) if directory is not None else None
@@ -231,26 +256,99 @@ class PathRAGIndex:
         given = {"entities": entity_index, "relations": relation_index, "chunks": chunk_index}
         if embedder is None and any(v is None for v in given.values()):
             raise ValueError("pass an embedder, or all three of entity_index, relation_index and chunk_index")
+        self._store: SQLiteStore | None = None
+        if self.directory is not None:
+            self._store = _open_store(self.directory, self.config, embedder_name or embedder_name_of(embedder),
+                                      "external" if any(v is not None for v in given.values()) else "sqlite-exact")
+        store = self._store
         self.vector_indexes: dict[str, VectorIndex] = {
-            name: index if index is not None else InMemoryVectorIndex(embedder)  # type: ignore[arg-type]
+            name: index if index is not None else (
+                SQLiteVectorIndex(store, name, embedder) if store is not None  # type: ignore[arg-type]
+                else InMemoryVectorIndex(embedder))  # type: ignore[arg-type]
             for name, index in given.items()
         }
         self._owns_graph = graph is None
         if graph is None:
-            graph = (NetworkXGraphStore.load(self.directory) if self.directory else NetworkXGraphStore())
-            graph.directed_relations = self.config.directed_relations
+            graph = (SQLiteGraphStore(store, directed_relations=self.config.directed_relations) if store is not None
+                     else NetworkXGraphStore(directed_relations=self.config.directed_relations))
         self.graph = graph
-        self.documents: dict[str, dict[str, Any]] = {}
-        self.chunks: dict[str, dict[str, Any]] = {}
-        self.summaries: dict[str, str] = {}  # kept apart from the optional cache: deletes must not pay
-        self._cache: dict[str, str] = {}
-        self._chunk_journal = Journal(self.directory / CHUNKS_FILE) if self.directory else None
-        self._cache_journal = Journal(self.directory / CACHE_FILE) if self.directory else None
+        # Loaded on first use from the store (a retrieval never needs them).
+        self._documents: dict[str, dict[str, Any]] | None = None if store is not None else {}
+        self._chunks: dict[str, dict[str, Any]] | None = None if store is not None else {}
+        self._dirty_documents: set[str] = set()
+        self.summaries = _Table(store, "summaries", "text")  # apart from the optional cache: deletes must not pay
+        self._cache = _Table(store, "llm_cache", "answer")
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._line_tokens = functools.lru_cache(maxsize=8192)(
             lambda line: count_tokens(line, self.config.token_counter))
-        if self.directory is not None:
-            self._load()
+
+    # -- the document and chunk tables, loaded on first use ------------------------------------------
+
+    @property
+    def documents(self) -> dict[str, dict[str, Any]]:
+        """Document id -> ``{"hash", "chunks", "metadata", "failed"}`` (read-only for callers)."""
+        if self._documents is None:
+            assert self._store is not None
+            docs: dict[str, dict[str, Any]] = {}
+            for doc_id, content, metadata, failed in self._store.wread(
+                    "SELECT id, hash, metadata, failed FROM documents ORDER BY rowid"):
+                docs[doc_id] = {"hash": content, "chunks": [], "metadata": json.loads(metadata),
+                                "failed": json.loads(failed)}
+            for doc_id, _, cid in self._store.wread("SELECT doc_id, position, chunk_id FROM doc_chunks "
+                                                    "ORDER BY doc_id, position"):
+                if doc_id in docs:
+                    docs[doc_id]["chunks"].append(cid)
+            self._documents = docs
+        return self._documents
+
+    @property
+    def chunks(self) -> dict[str, dict[str, Any]]:
+        """Chunk id -> its text, extraction records and ``refs`` (document id -> position)."""
+        if self._chunks is None:
+            assert self._store is not None
+            documents = self.documents
+            chunks: dict[str, dict[str, Any]] = {}
+            for cid, text, records in self._store.wread("SELECT id, text, records FROM chunks ORDER BY rowid"):
+                chunks[cid] = {"id": cid, "text": text, **json.loads(records), "refs": {}}
+            # The document rows are the commit record: they alone say which chunks are live.
+            for doc_id, doc in documents.items():
+                for position, cid in enumerate(doc["chunks"]):
+                    if cid in chunks:
+                        chunks[cid]["refs"][doc_id] = position
+            self._chunks = chunks
+        return self._chunks
+
+    def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
+        """The text of each live chunk among ``ids`` (unknown, released and record-only chunks are left out)."""
+        ids = list(dict.fromkeys(ids))
+        if self._store is not None and self._chunks is None:
+            rows = self._store.read(
+                "SELECT c.id, c.text FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?)) AND c.text != '' "
+                "AND EXISTS (SELECT 1 FROM doc_chunks d WHERE d.chunk_id = c.id)", (dumps(ids),))
+            found = dict(rows)
+            return {cid: found[cid] for cid in ids if cid in found}
+        return {cid: chunk["text"] for cid in ids
+                if (chunk := self.chunks.get(cid)) is not None and chunk["refs"] and chunk["text"]}
+
+    @contextlib.contextmanager
+    def _committing(self) -> Any:
+        """The span of one commit: one store transaction; on failure the in-memory tables are reloaded."""
+        if self._store is None:
+            yield
+            return
+        self._dirty_documents = set()
+        try:
+            with self._store.transaction():
+                yield
+                self._write_documents()
+        except BaseException:
+            self._documents = self._chunks = None  # they may hold the rolled-back changes
+            for table in (self._cache, self.summaries):  # paid-for answers are kept all the same
+                table.flush_pending()
+            raise
+        finally:
+            for table in (self._cache, self.summaries):
+                table.clear_pending()
 
     # -- public API --------------------------------------------------------------------------------
 
@@ -311,16 +409,17 @@ class PathRAGIndex:
             old = self.documents.get(document_id)
             if old is not None and old["hash"] == content:
                 return InsertSummary(unchanged=1)
-            released = self._unref(document_id, old["chunks"]) if old is not None else set()
-            cid = f"records-{content}"
-            self._store_chunk(cid, "", entity_rows, relation_rows)["refs"][document_id] = 0
-            self.documents[document_id] = {"hash": content, "chunks": [cid], "metadata": {"records": True},
-                                           "failed": []}
-            released.discard(cid)
+            self._check_writable()
             run = _Run(self.config.max_concurrency)
-            rebuilt = await self._rebuild([cid, *sorted(released)], run)
-            await self._sync_chunk_vectors([], released)
-            self._commit()
+            with self._committing():
+                released = self._unref(document_id, old["chunks"]) if old is not None else set()
+                cid = f"records-{content}"
+                self._store_chunk(cid, "", entity_rows, relation_rows)["refs"][document_id] = 0
+                self._set_document(document_id, {"hash": content, "chunks": [cid], "metadata": {"records": True},
+                                                 "failed": []})
+                released.discard(cid)
+                rebuilt = await self._rebuild([cid, *sorted(released)], run)
+                await self._sync_chunk_vectors([], released)
             return InsertSummary(documents=1, chunks=1, entities=len(rebuilt.entities),
                                  relations=len(rebuilt.relations), llm_calls=run.calls)
 
@@ -342,26 +441,40 @@ class PathRAGIndex:
                                llm=self.llm if keyword_llm else None, **params)
 
     def save(self, directory: str | os.PathLike[str] | None = None) -> None:
-        """Write a complete snapshot atomically, file by file, to ``directory`` (default: the index's own).
+        """Write a complete copy to ``directory`` atomically (default: the index's own directory).
 
-        Inserts and deletes already save to the index's own directory; another directory gets a copy
-        (cache included) that ``PathRAGIndex(directory, ...)`` reopens. The index keeps its own directory.
+        Inserts and deletes already commit to the index's own directory, so saving there does nothing
+        more; another directory gets a copy (cache included) that ``PathRAGIndex(directory, ...)``
+        reopens. The index keeps its own directory.
         """
         target = Path(directory) if directory is not None else self.directory
         if target is None:
             raise ValueError("this index has no directory: call save(directory)")
-        self._save(target)
+        if self._store is not None:
+            if self.directory is not None and target.resolve() != self.directory.resolve():
+                self._store.copy_to(target)
+            return
+        target.mkdir(parents=True, exist_ok=True)
+        self._export(target)
 
     def close(self) -> None:
-        for journal in (self._chunk_journal, self._cache_journal):
-            if journal is not None:
-                journal.close()
+        """Close the store's connections (an index without a directory has nothing to close)."""
+        if self._store is not None:
+            self._store.close()
 
     def stats(self) -> dict[str, int]:
-        live = [c for c in self.chunks.values() if c["refs"]]
-        return {"documents": len(self.documents), "chunks": len(live),
-                **({"entities": len(self.graph.graph), "relations": self.graph.graph.number_of_edges()}
-                   if isinstance(self.graph, NetworkXGraphStore) else {})}
+        if self._store is not None and self._chunks is None:
+            (documents,), = self._store.read("SELECT COUNT(*) FROM documents")
+            (chunks,), = self._store.read("SELECT COUNT(DISTINCT d.chunk_id) FROM doc_chunks d "
+                                          "JOIN chunks c ON c.id = d.chunk_id")
+            counts = {"documents": documents, "chunks": chunks}
+        else:
+            counts = {"documents": len(self.documents), "chunks": sum(1 for c in self.chunks.values() if c["refs"])}
+        if isinstance(self.graph, NetworkXGraphStore):
+            counts.update(entities=len(self.graph.graph), relations=self.graph.graph.number_of_edges())
+        elif isinstance(self.graph, SQLiteGraphStore):
+            counts.update(entities=len(self.graph), relations=self.graph.number_of_relations())
+        return counts
 
     # -- insert ------------------------------------------------------------------------------------
 
@@ -383,31 +496,33 @@ class PathRAGIndex:
             for cid, text in chunks.items():
                 planned.setdefault(cid, (text, []))[1].append(doc_id)
         missing = [cid for cid in planned if cid not in self.chunks]
+        if todo:
+            self._check_writable()  # before paying for any LLM call
         failed = await self._extract_all({cid: planned[cid] for cid in missing}, run, summary)
 
-        released: set[str] = set()
-        touched_chunks: list[str] = []
-        newly_live: list[str] = []
-        for doc_id, (doc, content, chunks) in todo.items():
-            old = self.documents.get(doc_id)
-            if old is not None:  # a changed document replaces its previous version
-                released.update(self._unref(doc_id, old["chunks"]))
-            chunk_ids = list(chunks)
-            for position, cid in enumerate(chunk_ids):
-                if cid in self.chunks:
-                    if not self.chunks[cid]["refs"] or cid in released:
-                        newly_live.append(cid)
-                    self.chunks[cid]["refs"][doc_id] = position
-                    touched_chunks.append(cid)
-            self.documents[doc_id] = {"hash": content, "chunks": chunk_ids, "metadata": doc.metadata,
-                                      "failed": sorted(c for c in chunk_ids if c in failed)}
-            summary.documents += 1
-        summary.chunks = len(dict.fromkeys(touched_chunks))
-        released -= set(touched_chunks)
-        rebuilt = await self._rebuild(touched_chunks + sorted(released), run)
-        summary.entities, summary.relations = len(rebuilt.entities), len(rebuilt.relations)
-        await self._sync_chunk_vectors(newly_live, released)
-        self._commit()
+        with self._committing():
+            released: set[str] = set()
+            touched_chunks: list[str] = []
+            newly_live: list[str] = []
+            for doc_id, (doc, content, chunks) in todo.items():
+                old = self.documents.get(doc_id)
+                if old is not None:  # a changed document replaces its previous version
+                    released.update(self._unref(doc_id, old["chunks"]))
+                chunk_ids = list(chunks)
+                for position, cid in enumerate(chunk_ids):
+                    if cid in self.chunks:
+                        if not self.chunks[cid]["refs"] or cid in released:
+                            newly_live.append(cid)
+                        self.chunks[cid]["refs"][doc_id] = position
+                        touched_chunks.append(cid)
+                self._set_document(doc_id, {"hash": content, "chunks": chunk_ids, "metadata": doc.metadata,
+                                            "failed": sorted(c for c in chunk_ids if c in failed)})
+                summary.documents += 1
+            summary.chunks = len(dict.fromkeys(touched_chunks))
+            released -= set(touched_chunks)
+            rebuilt = await self._rebuild(touched_chunks + sorted(released), run)
+            summary.entities, summary.relations = len(rebuilt.entities), len(rebuilt.relations)
+            await self._sync_chunk_vectors(newly_live, released)
         summary.llm_calls, summary.cache_hits = run.calls, run.hits
         summary.prompt_tokens, summary.completion_tokens = run.prompt_tokens, run.completion_tokens
         return summary
@@ -458,32 +573,66 @@ class PathRAGIndex:
     async def _delete(self, document_ids: list[str]) -> DeleteSummary:
         summary = DeleteSummary()
         run = _Run(self.config.max_concurrency)
-        released: set[str] = set()
-        for doc_id in dict.fromkeys(document_ids):
-            doc = self.documents.pop(doc_id, None)
-            if doc is None:
-                summary.missing.append(doc_id)
-                continue
-            released.update(self._unref(doc_id, doc["chunks"]))
-            summary.documents += 1
-        summary.chunks = len(released)
-        rebuilt = await self._rebuild(sorted(released), run)
-        summary.entities_removed, summary.relations_removed = len(rebuilt.gone_entities), len(rebuilt.gone_relations)
-        summary.entities_updated, summary.relations_updated = len(rebuilt.entities), len(rebuilt.relations)
-        await self._sync_chunk_vectors([], released)
-        self._commit()
+        if any(doc_id in self.documents for doc_id in document_ids):
+            self._check_writable()
+        with self._committing():
+            released: set[str] = set()
+            for doc_id in dict.fromkeys(document_ids):
+                doc = self._set_document(doc_id, None)
+                if doc is None:
+                    summary.missing.append(doc_id)
+                    continue
+                released.update(self._unref(doc_id, doc["chunks"]))
+                summary.documents += 1
+            summary.chunks = len(released)
+            rebuilt = await self._rebuild(sorted(released), run)
+            summary.entities_removed, summary.relations_removed = len(rebuilt.gone_entities), len(rebuilt.gone_relations)
+            summary.entities_updated, summary.relations_updated = len(rebuilt.entities), len(rebuilt.relations)
+            await self._sync_chunk_vectors([], released)
         summary.llm_calls = run.calls
         return summary
 
     def _store_chunk(
         self, cid: str, text: str, entities: list[dict[str, Any]], relations: list[dict[str, Any]]
     ) -> dict[str, Any]:
-        """Keep a chunk's extraction records and journal them at once (no document claims it yet)."""
+        """Keep a chunk's extraction records and write them at once (no document claims it yet).
+
+        Outside a commit this is its own tiny transaction: a crash later on does not lose the LLM's work.
+        """
         record = {"id": cid, "text": text, "entities": entities, "relations": relations}
-        if self._chunk_journal is not None:
-            self._chunk_journal.append(record)
+        if self._store is not None:
+            self._store.execute("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)",
+                                (cid, text, dumps({"entities": entities, "relations": relations})))
         self.chunks[cid] = {**record, "refs": {}}
         return self.chunks[cid]
+
+    def _set_document(self, doc_id: str, doc: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Replace (or with ``None`` remove) a document row; returns the previous one."""
+        old = self.documents.pop(doc_id, None)
+        if doc is not None:
+            self.documents[doc_id] = doc
+        self._dirty_documents.add(doc_id)
+        return old
+
+    def _write_documents(self) -> None:
+        """Write the document rows this commit changed (inside its transaction)."""
+        store, dirty = self._store, sorted(self._dirty_documents)
+        if store is None or not dirty:
+            return
+        ids = dumps(dirty)
+        store.execute("DELETE FROM doc_chunks WHERE doc_id IN (SELECT value FROM json_each(?))", (ids,))
+        store.execute("DELETE FROM documents WHERE id IN (SELECT value FROM json_each(?))", (ids,))
+        kept = [(d, self.documents[d]) for d in dirty if d in self.documents]
+        store.executemany("INSERT INTO documents VALUES (?, ?, ?, ?)", [
+            (d, doc["hash"], dumps(doc["metadata"]), dumps(doc["failed"])) for d, doc in kept])
+        store.executemany("INSERT INTO doc_chunks VALUES (?, ?, ?)", [
+            (d, position, cid) for d, doc in kept for position, cid in enumerate(doc["chunks"])])
+        self._dirty_documents = set()
+
+    def _check_writable(self) -> None:
+        """Fail in one line before any LLM call when the store cannot be written."""
+        if self._store is not None:
+            self._store.check_writable()
 
     def _unref(self, doc_id: str, chunk_ids: Iterable[str]) -> set[str]:
         """Drop ``doc_id``'s claim on its chunks; return the chunks nobody claims any more."""
@@ -586,6 +735,8 @@ class PathRAGIndex:
             VectorItem(cid, self.chunks[cid]["text"], {"chunk_id": cid}) for cid in dict.fromkeys(added)])
         for cid in gone:
             self.chunks.pop(cid, None)
+        if self._store is not None and gone:
+            self._store.execute("DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?))", (dumps(gone),))
 
     # -- the LLM, behind cache, concurrency limit and retries --------------------------------------
 
@@ -613,51 +764,109 @@ class PathRAGIndex:
         run.prompt_tokens += self._usage_tokens(prompt)
         run.completion_tokens += self._usage_tokens(answer)
         if self.config.cache:
-            self._cache[key] = answer
-            if self._cache_journal is not None:
-                self._cache_journal.append({"key": key, "answer": answer})
+            self._cache[key] = answer  # written at once: a crash does not make us pay for it again
         return answer
 
     # -- persistence -------------------------------------------------------------------------------
 
-    def _load(self) -> None:
-        assert self.directory is not None
-        state = read_json(self.directory / STATE_FILE, {})
-        self.documents = state.get("documents", {})
-        self.summaries = state.get("summaries", {})
-        for record in self._chunk_journal.read() if self._chunk_journal else ():
-            if "id" in record and "entities" in record:
-                self.chunks[record["id"]] = {**record, "refs": {}}
-        # The document table is the commit record: it alone says which chunks are live.
-        for doc_id, doc in self.documents.items():
-            for position, cid in enumerate(doc["chunks"]):
-                if cid in self.chunks:
-                    self.chunks[cid]["refs"][doc_id] = position
-        if self.config.cache and self._cache_journal is not None:
-            self._cache = {r["key"]: r["answer"] for r in self._cache_journal.read() if "key" in r}
-        for name, index in self.vector_indexes.items():
-            if isinstance(index, InMemoryVectorIndex):
-                index.load(self.directory / VECTOR_FILES[name])
+    def _export(self, target: Path) -> None:
+        """Write this (in-memory) index as a new store in ``target``, replacing any store there."""
+        staging = target / ".saving"
+        shutil.rmtree(staging, ignore_errors=True)
+        store = SQLiteStore(staging)
+        vectors = {name: index.rows() for name, index in self.vector_indexes.items()
+                   if isinstance(index, InMemoryVectorIndex)}
+        graph = self.graph if self._owns_graph and isinstance(self.graph, NetworkXGraphStore) else None
+        try:
+            write_snapshot(
+                store, documents=self.documents,
+                chunks=({k: v for k, v in c.items() if k != "refs"} for c in self.chunks.values()),
+                summaries=dict(self.summaries.items()), cache=dict(self._cache.items()) if self.config.cache else {},
+                entities=graph.iter_entities() if graph else (), relations=graph.iter_relations() if graph else (),
+                vectors=vectors, meta={"pathrag_version": PATHRAG_VERSION,
+                                       "directed_relations": int(self.config.directed_relations),
+                                       **({"embedder": name} if (name := self._embedder_name()) else {})})
+        finally:
+            store.close()
+        for suffix in ("-wal", "-shm"):
+            (target / (STORE_FILE + suffix)).unlink(missing_ok=True)
+        os.replace(staging / STORE_FILE, target / STORE_FILE)
+        shutil.rmtree(staging, ignore_errors=True)
 
-    def _commit(self) -> None:
-        if self.directory is not None:
-            self._save(self.directory)
+    def _embedder_name(self) -> str | None:
+        index = self.entity_index
+        return embedder_name_of(index.embedder) if isinstance(index, InMemoryVectorIndex) else None
 
-    def _save(self, target: Path) -> None:
-        target.mkdir(parents=True, exist_ok=True)
-        own = self.directory is not None and target.resolve() == self.directory.resolve()
-        # compaction keeps live chunks and extractions that no document claims yet (a failed run's)
-        chunks = ({k: v for k, v in c.items() if k != "refs"} for c in self.chunks.values())
-        (self._chunk_journal if own and self._chunk_journal else Journal(target / CHUNKS_FILE)).rewrite(chunks)
-        if not own and self.config.cache:
-            Journal(target / CACHE_FILE).rewrite({"key": k, "answer": a} for k, a in self._cache.items())
-        for name, index in self.vector_indexes.items():
-            if isinstance(index, InMemoryVectorIndex):
-                index.save(target / VECTOR_FILES[name])
-        if self._owns_graph and isinstance(self.graph, NetworkXGraphStore):
-            self.graph.save(target)
-        # the document table is the commit record: written last
-        write_json(target / STATE_FILE, {"version": 1, "documents": self.documents, "summaries": self.summaries})
+
+class _Table:
+    """A string -> string table: a dict in memory, or rows of the store (written at once, or with the
+    open commit) so that nothing is loaded before it is needed."""
+
+    def __init__(self, store: SQLiteStore | None, table: str, column: str) -> None:
+        self._store = store
+        self._memory: dict[str, str] = {}
+        self._get = f"SELECT {column} FROM {table} WHERE key = ?"
+        self._put = f"INSERT OR REPLACE INTO {table} VALUES (?, ?)"
+        self._all = f"SELECT key, {column} FROM {table}"
+        self._pending: dict[str, str] = {}  # written inside the open commit: rewritten if it rolls back
+
+    def get(self, key: str) -> str | None:
+        if self._store is None:
+            return self._memory.get(key)
+        rows = self._store.wread(self._get, (key,))
+        return rows[0][0] if rows else None
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def __getitem__(self, key: str) -> str:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key: str, value: str) -> None:
+        if self._store is None:
+            self._memory[key] = value
+        else:
+            if self._store.in_transaction:
+                self._pending[key] = value
+            self._store.execute(self._put, (key, value))
+
+    def flush_pending(self) -> None:
+        """After a rollback: write again what the rolled-back commit had written (LLM answers)."""
+        pending, self._pending = self._pending, {}
+        if self._store is not None and pending:
+            self._store.executemany(self._put, list(pending.items()))
+
+    def clear_pending(self) -> None:
+        self._pending = {}
+
+    def items(self) -> list[tuple[str, str]]:
+        return list(self._memory.items()) if self._store is None else self._store.wread(self._all)
+
+
+def _open_store(directory: Path, config: IndexConfig, embedder: str | None, vector_kind: str) -> SQLiteStore:
+    """Open (migrating a JSON-format directory first) and check the store's record of its embedder."""
+    migrate_json_store(directory)
+    store = SQLiteStore(directory)
+    meta = store.meta()
+    recorded = meta.get("embedder")
+    if recorded and embedder and recorded != embedder:
+        store.close()
+        raise StoreError(f"the store {directory} was built with the embeddings {recorded!r}, not {embedder!r}: "
+                         "open it with the same embeddings, or use another directory")
+    wanted = {"pathrag_version": PATHRAG_VERSION, "vector_index": vector_kind,
+              **({"embedder": embedder} if embedder and not recorded else {}),
+              **({} if "directed_relations" in meta else {"directed_relations": int(config.directed_relations)})}
+    changed = {k: v for k, v in wanted.items() if meta.get(k) != str(v)}
+    if changed:
+        try:
+            with store.transaction():
+                store.set_meta(changed)
+        except sqlite3.OperationalError:  # a read-only store still answers queries
+            pass
+    return store
 
 
 def _as_documents(documents: Iterable[Document | str]) -> list[Document]:

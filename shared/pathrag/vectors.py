@@ -1,7 +1,8 @@
 """The boundary between the core and embeddings / vector search, plus an embedded vector index.
 
 The adapters implement :class:`VectorIndex` with their framework's vector stores. The core ships
-:class:`InMemoryVectorIndex` (exact cosine search with numpy, persisted as JSON) and
+:class:`InMemoryVectorIndex` (exact cosine search with numpy; an index directory keeps its vectors in
+the SQLite store instead, see :class:`pathrag.store.SQLiteVectorIndex`) and
 :class:`HashingEmbedder`, a deterministic bag-of-words embedder that needs no model (good for tests
 and demos; use a real embedding model for real retrieval).
 
@@ -187,6 +188,15 @@ class InMemoryVectorIndex:
 
     def get(self, item_id: str) -> VectorItem | None:
         return self._items.get(item_id)
+
+    def ids(self) -> list[str]:
+        """Every item id, sorted."""
+        return sorted(self._items)
+
+    def rows(self) -> list[tuple[str, str, Mapping[str, Any], bytes]]:
+        """``(id, text, metadata, float32 vector bytes)`` of every item: what a store keeps."""
+        return [(i, item.text, dict(item.metadata), self._vectors[i].astype("<f4").tobytes())
+                for i, item in self._items.items()]
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index (texts, metadata and vectors) to ``path`` atomically."""

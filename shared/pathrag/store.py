@@ -1,0 +1,801 @@
+"""The embedded store: one SQLite file per index directory, one transaction per commit.
+
+Layout of ``pathrag.sqlite`` (see :data:`SCHEMA`): ``meta`` (format, pathrag version, embedder name and
+dimension, vector-index kind), ``documents`` + ``doc_chunks`` (which document claims which chunk, at
+which position: the provenance of everything else), ``chunks`` (each chunk's text and extraction
+records, written as soon as its extraction finishes), ``entities`` and ``relations`` (the merged graph,
+indexed both ways for neighbourhood queries), ``vectors`` (float32 BLOBs per space: entities,
+relations, chunks), ``llm_cache`` and ``summaries``.
+
+Why SQLite: a commit (insert, delete, import) is one ``BEGIN IMMEDIATE … COMMIT`` on one file, so it is
+visible all at once or not at all whatever moment the process dies; WAL mode lets readers keep reading
+the last committed state while the writer writes; a write touches only the rows it changes, and opening
+reads nothing until a query needs it.
+
+Crash testing: every statement the writer sends is a *write step*. With ``PATHRAG_CRASH_AFTER_WRITE=k``
+in the environment (or :data:`crash_after_write` set), the process kills itself with SIGKILL right
+after its k-th write step, which lets a test stop a commit at each of its boundaries.
+
+>>> import tempfile
+>>> store = SQLiteStore(tempfile.mkdtemp())
+>>> with store.transaction():
+...     store.set_meta({"embedder": "hashing-256"})
+>>> store.meta()["embedder"]
+'hashing-256'
+>>> store.close()
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import shutil
+import signal
+import sqlite3
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from .graph import Neighborhood
+from .models import Entity, Relation
+from .vectors import Embedder, VectorHit, VectorItem
+
+T = TypeVar("T", Entity, Relation)
+Merge = Callable[[T, T], T]
+
+__all__ = [
+    "LEGACY_FILES",
+    "STORE_FILE",
+    "SQLiteGraphStore",
+    "SQLiteStore",
+    "SQLiteVectorIndex",
+    "StoreError",
+    "crash_after_write",
+    "read_store_info",
+    "write_store_info",
+]
+
+logger = logging.getLogger(__name__)
+
+STORE_FILE = "pathrag.sqlite"
+FORMAT = "pathrag-store"
+FORMAT_VERSION = 1
+LEGACY_FILES = ("documents.json", "graph.json", "chunks.jsonl", "llm_cache.jsonl", "entities.vectors.json",
+                "relations.vectors.json", "chunks.vectors.json", "cli.json")
+LEGACY_BACKUP = "json-store-backup"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id TEXT PRIMARY KEY, hash TEXT NOT NULL, metadata TEXT NOT NULL, failed TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS doc_chunks (
+    doc_id TEXT NOT NULL, position INTEGER NOT NULL, chunk_id TEXT NOT NULL, PRIMARY KEY (doc_id, position));
+CREATE INDEX IF NOT EXISTS doc_chunks_by_chunk ON doc_chunks (chunk_id);
+CREATE TABLE IF NOT EXISTS chunks (id TEXT PRIMARY KEY, text TEXT NOT NULL, records TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS entities (
+    name TEXT PRIMARY KEY, type TEXT NOT NULL, description TEXT NOT NULL, source_ids TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS relations (
+    source TEXT NOT NULL, target TEXT NOT NULL, description TEXT NOT NULL, keywords TEXT NOT NULL,
+    weight REAL NOT NULL, source_ids TEXT NOT NULL, PRIMARY KEY (source, target));
+CREATE INDEX IF NOT EXISTS relations_by_target ON relations (target, source);
+CREATE TABLE IF NOT EXISTS vectors (
+    space TEXT NOT NULL, id TEXT NOT NULL, text TEXT NOT NULL, metadata TEXT NOT NULL, vector BLOB NOT NULL,
+    PRIMARY KEY (space, id));
+CREATE TABLE IF NOT EXISTS llm_cache (key TEXT PRIMARY KEY, answer TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, text TEXT NOT NULL);
+"""
+
+_env_crash = os.environ.get("PATHRAG_CRASH_AFTER_WRITE", "").strip()
+crash_after_write: int | None = int(_env_crash) if _env_crash.isdigit() else None
+"""Test hook: kill this process (SIGKILL) right after this many write steps (``None``: never)."""
+write_steps = 0
+"""Write steps (SQL statements sent by writers) in this process so far; the crash tests count with it."""
+
+
+class StoreError(ValueError):
+    """A store that cannot be opened or written: the message names the file and what to do."""
+
+
+def _count_write_step() -> None:
+    global write_steps
+    write_steps += 1
+    if crash_after_write is not None and write_steps >= crash_after_write:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class SQLiteStore:
+    """One ``pathrag.sqlite`` in ``directory``: a writer connection and a reader connection.
+
+    The writer runs in autocommit mode except inside :meth:`transaction`; the reader only ever sees
+    committed state (WAL), so a retrieval running while a commit is being written answers from the state
+    before it. Both connections are guarded by locks, so threads may share one store object.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], *, create: bool = True) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / STORE_FILE
+        if not self.path.exists():
+            if not create:
+                raise StoreError(f"no pathrag store at {self.directory}")
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store directory {self.directory}: {exc}") from exc
+        self._writer: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._wlock = threading.RLock()
+        self._rlock = threading.Lock()
+        self._depth = 0
+        try:
+            found = dict(self._w().execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open {self.path}: {exc} (restore it from a backup, or rebuild the "
+                             "store with a new directory)") from exc
+        if found.get("format", FORMAT) != FORMAT or int(found.get("format_version", FORMAT_VERSION)) > FORMAT_VERSION:
+            raise StoreError(f"{self.path} is a store of a newer or other format ({found.get('format')} "
+                             f"v{found.get('format_version')}): upgrade pathrag")
+        if "format" not in found:
+            self._w().executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                                  [("format", FORMAT), ("format_version", str(FORMAT_VERSION))])
+
+    def _w(self) -> sqlite3.Connection:
+        """The writer connection, (re)opened on demand: a closed store reopens when used again."""
+        if self._writer is None:
+            self._writer = self._connect()
+            self._writer.executescript(SCHEMA)
+        return self._writer
+
+    def _r(self) -> sqlite3.Connection:
+        if self._reader is None:
+            self._reader = self._connect()
+            self._reader.execute("PRAGMA query_only = ON")
+        return self._reader
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        conn.execute("PRAGMA journal_mode = WAL")
+        # NORMAL in WAL mode: a commit survives the process being killed (the WAL is in the OS cache);
+        # only a power loss may drop the last commits, never corrupt the file.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    # -- writing -----------------------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic commit; nested calls join the outer one. An exception rolls everything back."""
+        with self._wlock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._depth = 0
+                self._w().execute("ROLLBACK")
+                raise
+            self._depth = 0
+            self.execute("COMMIT")
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._depth > 0
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """One write step (outside a transaction it commits on its own: a journal record)."""
+        with self._wlock:
+            cursor = self._w().execute(sql, params)
+        _count_write_step()
+        return cursor
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        rows = list(rows)
+        if not rows:
+            return
+        with self._wlock:
+            self._w().executemany(sql, rows)
+        _count_write_step()
+
+    def wread(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """A read by the writer: it sees the writer's own uncommitted changes."""
+        with self._wlock:
+            return self._w().execute(sql, params).fetchall()
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """A read of the last committed state."""
+        with self._rlock:
+            return self._r().execute(sql, params).fetchall()
+
+    def iread(self, sql: str, params: Sequence[Any] = (), batch: int = 2000) -> Iterator[tuple[Any, ...]]:
+        """Rows of a committed-state query, streamed in batches (one read transaction throughout)."""
+        conn = self._connect()  # its own connection: the shared reader stays free meanwhile
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            cursor = conn.execute(sql, params)
+            while rows := cursor.fetchmany(batch):
+                yield from rows
+        finally:
+            conn.close()
+
+    def data_version(self) -> int:
+        """Changes whenever any connection (this process's writer or another process) commits."""
+        with self._rlock:
+            return int(self._r().execute("PRAGMA data_version").fetchone()[0])
+
+    # -- meta --------------------------------------------------------------------------------------
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.wread("SELECT key, value FROM meta"))
+
+    def set_meta(self, values: Mapping[str, Any]) -> None:
+        self.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, str(v)) for k, v in values.items()])
+
+    def check_dimension(self, dimension: int, found: set[int]) -> None:
+        """Record the vectors' dimension on first use; refuse vectors of another one."""
+        if len(found) > 1:
+            raise StoreError(f"the embedder returned vectors of different dimensions {sorted(found)}")
+        recorded = self.meta().get("dimension")
+        if recorded is None:
+            self.set_meta({"dimension": dimension})
+        elif int(recorded) != dimension:
+            raise StoreError(f"the embedder gives {dimension}-dimensional vectors but {self.path} holds "
+                             f"{recorded}-dimensional ones: open the store with the embedder it was built with")
+
+    def check_writable(self) -> None:
+        """Raise :class:`StoreError` now if a write would fail later (read-only file or directory)."""
+        problems = [p for p in (self.directory, self.path) if p.exists() and not os.access(p, os.W_OK)]
+        if problems:
+            raise StoreError(f"the store {self.directory} cannot be written ({problems[0]} is read-only): "
+                             "fix its permissions or use another directory")
+        try:
+            with self.transaction():
+                self.execute("INSERT OR REPLACE INTO meta VALUES ('writable', '1')")
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"the store {self.directory} cannot be written ({exc}): fix its permissions or "
+                             "use another directory") from exc
+
+    # -- whole-store copies ------------------------------------------------------------------------
+
+    def copy_to(self, directory: str | os.PathLike[str]) -> None:
+        """Write a consistent copy of the committed store into ``directory`` (replacing its store file)."""
+        target = Path(directory) / STORE_FILE
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{STORE_FILE}.tmp")
+        tmp.unlink(missing_ok=True)
+        dest = sqlite3.connect(tmp)
+        try:
+            with self._rlock:
+                self._r().backup(dest)
+        finally:
+            dest.close()
+        for suffix in ("-wal", "-shm"):
+            target.with_name(target.name + suffix).unlink(missing_ok=True)
+        os.replace(tmp, target)
+
+    def close(self) -> None:
+        """Close both connections (using the store again reopens them)."""
+        with self._wlock, self._rlock:
+            for conn in (self._reader, self._writer):
+                if conn is not None:
+                    conn.close()
+            self._reader = self._writer = None
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def store_exists(directory: str | os.PathLike[str]) -> bool:
+    return (Path(directory) / STORE_FILE).exists()
+
+
+def legacy_files(directory: str | os.PathLike[str]) -> list[Path]:
+    """The files of the pre-SQLite JSON format present in ``directory``."""
+    return [Path(directory) / name for name in LEGACY_FILES if (Path(directory) / name).exists()]
+
+
+def read_store_info(directory: str | os.PathLike[str]) -> dict[str, str] | None:
+    """The ``meta`` table of the store in ``directory`` without opening it for writing (``None``: no store)."""
+    path = Path(directory) / STORE_FILE
+    if not path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+        try:
+            return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from exc
+
+
+def write_store_info(directory: str | os.PathLike[str], **values: Any) -> None:
+    """Record ``values`` in the store's ``meta`` table, creating the store if needed."""
+    store = SQLiteStore(directory)
+    try:
+        with store.transaction():
+            store.set_meta(values)
+    finally:
+        store.close()
+
+
+def move_legacy_files(directory: Path) -> Path:
+    """Move the migrated JSON files aside (kept, not deleted: nothing is lost)."""
+    backup = directory / LEGACY_BACKUP
+    backup.mkdir(exist_ok=True)
+    for path in legacy_files(directory):
+        shutil.move(str(path), backup / path.name)
+    return backup
+
+
+# -- the graph and the vectors on the store ----------------------------------------------------------
+
+_IN = "(SELECT value FROM json_each(?))"  # a JSON array as an SQL set: no limit on the number of names
+
+
+def _entity_row(entity: Entity) -> tuple[str, str, str, str]:
+    return (entity.name, entity.type, entity.description, dumps(list(entity.source_ids)))
+
+
+def _entity_of(row: Sequence[Any]) -> Entity:
+    return Entity(name=row[0], type=row[1], description=row[2], source_ids=json.loads(row[3]))
+
+
+def _relation_row(r: Relation) -> tuple[Any, ...]:
+    return (r.source, r.target, r.description, dumps(list(r.keywords)), r.weight, dumps(list(r.source_ids)))
+
+
+def _relation_of(row: Sequence[Any]) -> Relation:
+    return Relation(source=row[0], target=row[1], description=row[2], keywords=json.loads(row[3]),
+                    weight=row[4], source_ids=json.loads(row[5]))
+
+
+_REL_COLUMNS = "source, target, description, keywords, weight, source_ids"
+
+
+class SQLiteGraphStore:
+    """A :class:`~pathrag.GraphStore` on the ``entities`` and ``relations`` tables of a store.
+
+    Same semantics as :class:`~pathrag.NetworkXGraphStore` (a directed graph whose relations are, unless
+    ``directed_relations``, identified by their unordered pair and stored in the direction first seen).
+    Reads see the last committed state; writes join the store's open transaction. Each hop of a path
+    search is a few indexed queries, whatever the size of the graph.
+    """
+
+    def __init__(self, store: SQLiteStore, *, directed_relations: bool = False) -> None:
+        self.store = store
+        self.directed_relations = directed_relations
+
+    # -- traversal ---------------------------------------------------------------------------------
+
+    def _adjacency_sql(self, directed: bool, filtered: bool) -> str:
+        keep = f" AND target IN {_IN}" if filtered else ""
+        out = f"SELECT source, target FROM relations WHERE source IN {_IN} AND target != source{keep}"
+        if directed:
+            return out
+        keep_in = f" AND source IN {_IN}" if filtered else ""
+        return f"{out} UNION SELECT target, source FROM relations WHERE target IN {_IN} AND source != target{keep_in}"
+
+    def _pairs(self, nodes: Collection[str], directed: bool, keep: Collection[str] | None = None) -> list[tuple]:
+        if not nodes:
+            return []
+        names = dumps(list(nodes))
+        if keep is None:
+            params: tuple[str, ...] = (names,) if directed else (names, names)
+        else:
+            kept = dumps(list(keep))
+            params = (names, kept) if directed else (names, kept, names, kept)
+        return self.store.read(self._adjacency_sql(directed, keep is not None), params)
+
+    def _degrees(self, nodes: Collection[str], directed: bool) -> dict[str, int]:
+        if not nodes:
+            return {}
+        names = dumps(list(nodes))
+        rows = self.store.read(f"SELECT source, COUNT(*) FROM ({self._adjacency_sql(directed, False)}) GROUP BY source",
+                               (names,) if directed else (names, names))
+        found = dict.fromkeys(nodes, 0)
+        found.update(rows)
+        return found
+
+    def neighborhoods(
+        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
+    ) -> dict[str, Neighborhood]:
+        if not requests:
+            return {}
+        known = {row[0] for row in self.store.read(f"SELECT name FROM entities WHERE name IN {_IN}",
+                                                   (dumps([str(n) for n in requests]),))}
+        asked = [u for u in requests if u in known]
+        degree = self._degrees(asked, directed)
+        whole = [u for u in asked if requests[u] is None or degree[u] <= requests[u]]  # type: ignore[operator]
+        capped = [u for u in asked if u not in set(whole)]
+        neighbours: dict[str, list[str]] = {u: [] for u in asked}
+        for u, v in self._pairs(whole, directed):
+            neighbours[u].append(v)
+        if capped and keep:
+            for u, v in self._pairs(capped, directed, keep):
+                neighbours[u].append(v)
+        wanted = {v for vs in neighbours.values() for v in vs if v not in degree}
+        degree.update(self._degrees(wanted, directed))
+        return {u: Neighborhood(degree[u], {v: degree[v] for v in sorted(neighbours[u])}) for u in asked}
+
+    async def aneighborhoods(
+        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
+    ) -> dict[str, Neighborhood]:
+        return self.neighborhoods(requests, directed=directed, keep=keep)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def get_entities(self, names: Iterable[str]) -> dict[str, Entity]:
+        names = list(names)
+        if not names:
+            return {}
+        rows = {row[0]: row for row in self.store.read(
+            f"SELECT name, type, description, source_ids FROM entities WHERE name IN {_IN}", (dumps(names),))}
+        return {name: _entity_of(rows[name]) for name in names if name in rows}
+
+    async def aget_entities(self, names: Iterable[str]) -> dict[str, Entity]:
+        return self.get_entities(names)
+
+    def _relation_rows(self, pairs: Sequence[tuple[str, str]], *, writer: bool) -> dict[tuple[str, str], Relation]:
+        """Stored relations whose (source, target) is one of ``pairs`` or (undirected) its reverse."""
+        if not pairs:
+            return {}
+        wanted = [list(p) for p in pairs]
+        if not self.directed_relations:
+            wanted += [[t, s] for s, t in pairs]
+        sql = (f"SELECT {', '.join('r.' + c.strip() for c in _REL_COLUMNS.split(','))} FROM json_each(?) j "
+               "JOIN relations r ON r.source = json_extract(j.value, '$[0]') AND r.target = json_extract(j.value, '$[1]')")
+        rows = (self.store.wread if writer else self.store.read)(sql, (dumps(wanted),))
+        return {(row[0], row[1]): _relation_of(row) for row in rows}
+
+    def _key(self, stored: Mapping[tuple[str, str], Any], source: str, target: str) -> tuple[str, str] | None:
+        if (source, target) in stored:
+            return (source, target)
+        if not self.directed_relations and (target, source) in stored:
+            return (target, source)
+        return None
+
+    def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
+        pairs = [tuple(p) for p in pairs]
+        stored = self._relation_rows(pairs, writer=False)  # type: ignore[arg-type]
+        found: dict[tuple[str, str], Relation] = {}
+        for pair in pairs:
+            key = self._key(stored, *pair)
+            if key is not None:
+                found[pair] = stored[key]  # type: ignore[index]
+        return found
+
+    async def aget_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
+        return self.get_relations(pairs)
+
+    def iter_entities(self) -> Iterator[Entity]:
+        """Every entity, in insertion order (streamed)."""
+        for row in self.store.iread("SELECT name, type, description, source_ids FROM entities ORDER BY rowid"):
+            yield _entity_of(row)
+
+    def iter_relations(self) -> Iterator[Relation]:
+        """Every relation, in insertion order (streamed)."""
+        for row in self.store.iread(f"SELECT {_REL_COLUMNS} FROM relations ORDER BY rowid"):
+            yield _relation_of(row)
+
+    def __len__(self) -> int:
+        return int(self.store.read("SELECT COUNT(*) FROM entities")[0][0])
+
+    def number_of_relations(self) -> int:
+        return int(self.store.read("SELECT COUNT(*) FROM relations")[0][0])
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
+        entities = list(entities)
+        if not entities:
+            return
+        with self.store.transaction():
+            if merge is not None:
+                rows = self.store.wread(f"SELECT name, type, description, source_ids FROM entities WHERE name IN {_IN}",
+                                        (dumps([e.name for e in entities]),))
+                current = {row[0]: _entity_of(row) for row in rows}
+                merged = []
+                for entity in entities:
+                    if entity.name in current:
+                        entity = merge(current[entity.name], entity)
+                    current[entity.name] = entity
+                    merged.append(entity)
+                entities = merged
+            self.store.executemany(
+                "INSERT INTO entities VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET type = excluded.type, "
+                "description = excluded.description, source_ids = excluded.source_ids",
+                [_entity_row(e) for e in entities])
+
+    async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
+        self.upsert_entities(entities, merge=merge)
+
+    def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
+        relations = list(relations)
+        if not relations:
+            return
+        with self.store.transaction():
+            stored = self._relation_rows([r.pair for r in relations], writer=True)
+            removed: dict[tuple[str, str], None] = {}
+            written: dict[tuple[str, str], Relation] = {}
+            for relation in relations:
+                key = self._key(stored, relation.source, relation.target)
+                if key is not None and merge is not None:
+                    relation = merge(stored[key], relation)
+                if key is not None and key != relation.pair:  # the merge may have re-oriented it
+                    del stored[key]
+                    written.pop(key, None)
+                    removed[key] = None
+                removed.pop(relation.pair, None)
+                stored[relation.pair] = written[relation.pair] = relation
+            ends = dict.fromkeys(n for r in written.values() for n in r.pair)
+            self.store.executemany("INSERT OR IGNORE INTO entities VALUES (?, '', '', '[]')", [(n,) for n in ends])
+            self.store.executemany("DELETE FROM relations WHERE source = ? AND target = ?", list(removed))
+            self.store.executemany(
+                f"INSERT INTO relations ({_REL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, target) "
+                "DO UPDATE SET description = excluded.description, keywords = excluded.keywords, "
+                "weight = excluded.weight, source_ids = excluded.source_ids",
+                [_relation_row(r) for r in written.values()])
+
+    async def aupsert_relations(
+        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None
+    ) -> None:
+        self.upsert_relations(relations, merge=merge)
+
+    def delete_entities(self, names: Iterable[str]) -> None:
+        names = dumps(list(names))
+        if names == "[]":
+            return
+        with self.store.transaction():
+            self.store.execute(f"DELETE FROM relations WHERE source IN {_IN} OR target IN {_IN}", (names, names))
+            self.store.execute(f"DELETE FROM entities WHERE name IN {_IN}", (names,))
+
+    async def adelete_entities(self, names: Iterable[str]) -> None:
+        self.delete_entities(names)
+
+    def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
+        pairs = [tuple(p) for p in pairs]
+        if not pairs:
+            return
+        with self.store.transaction():
+            stored = self._relation_rows(pairs, writer=True)  # type: ignore[arg-type]
+            keys = {key: None for pair in pairs if (key := self._key(stored, *pair)) is not None}
+            self.store.executemany("DELETE FROM relations WHERE source = ? AND target = ?", list(keys))
+
+    async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
+        self.delete_relations(pairs)
+
+    def __repr__(self) -> str:
+        return f"SQLiteGraphStore({self.store.path})"
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm else vector
+
+
+class SQLiteVectorIndex:
+    """Exact cosine search over one space of the ``vectors`` table (float32 BLOBs, unit length).
+
+    The first query loads the space's vectors into one numpy matrix (reloaded only after a commit);
+    search is a matrix-vector product, exact, with ties broken by id.
+    """
+
+    def __init__(self, store: SQLiteStore, space: str, embedder: Embedder) -> None:
+        self.store = store
+        self.space = space
+        self.embedder = embedder
+        self._cache: tuple[int, list[str], np.ndarray, list[str]] | None = None
+
+    def __len__(self) -> int:
+        return int(self.store.read("SELECT COUNT(*) FROM vectors WHERE space = ?", (self.space,))[0][0])
+
+    def __contains__(self, item_id: object) -> bool:
+        return bool(self.store.read("SELECT 1 FROM vectors WHERE space = ? AND id = ?", (self.space, item_id)))
+
+    def ids(self) -> list[str]:
+        return [row[0] for row in self.store.read("SELECT id FROM vectors WHERE space = ? ORDER BY id", (self.space,))]
+
+    def get(self, item_id: str) -> VectorItem | None:
+        rows = self.store.read("SELECT text, metadata FROM vectors WHERE space = ? AND id = ?", (self.space, item_id))
+        return VectorItem(item_id, rows[0][0], json.loads(rows[0][1])) if rows else None
+
+    def _changed(self, items: Sequence[VectorItem]) -> list[VectorItem]:
+        """Items whose text or metadata is new or different: the only ones worth paying to embed."""
+        fresh = {item.id: item for item in items}  # the last of duplicate ids wins
+        if not fresh:
+            return []
+        rows = self.store.wread(f"SELECT id, text, metadata FROM vectors WHERE space = ? AND id IN {_IN}",
+                                (self.space, dumps(list(fresh))))
+        same = {i for i, text, metadata in rows
+                if fresh[i].text == text and dict(fresh[i].metadata) == json.loads(metadata)}
+        return [item for i, item in fresh.items() if i not in same]
+
+    def _store(self, items: Sequence[VectorItem], vectors: Sequence[Sequence[float]]) -> None:
+        if len(vectors) != len(items):
+            raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(items)} texts")
+        if not items:
+            return
+        blobs = [_unit(np.asarray(v, dtype="<f4")).astype("<f4").tobytes() for v in vectors]
+        self.store.check_dimension(len(vectors[0]), {len(b) // 4 for b in blobs})
+        self.store.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)",
+                               [(self.space, item.id, item.text, dumps(dict(item.metadata)), blob)
+                                for item, blob in zip(items, blobs)])
+
+    def upsert(self, items: Sequence[VectorItem]) -> None:
+        changed = self._changed(items)
+        if changed:
+            self._store(changed, self.embedder.embed([item.text for item in changed]))
+
+    async def aupsert(self, items: Sequence[VectorItem]) -> None:
+        changed = self._changed(items)
+        if changed:
+            self._store(changed, await self.embedder.aembed([item.text for item in changed]))
+
+    def upsert_vectors(self, items: Sequence[VectorItem], vectors: Sequence[Sequence[float]]) -> None:
+        """Store items with vectors computed elsewhere (e.g. reused from an imported index)."""
+        self._store(items, vectors)
+
+    def delete(self, ids: Iterable[str]) -> None:
+        ids = dumps(list(ids))
+        if ids != "[]":
+            self.store.execute(f"DELETE FROM vectors WHERE space = ? AND id IN {_IN}", (self.space, ids))
+
+    async def adelete(self, ids: Iterable[str]) -> None:
+        self.delete(ids)
+
+    def _matrix(self) -> tuple[list[str], np.ndarray, list[str]]:
+        version = self.store.data_version()
+        if self._cache is None or self._cache[0] != version:
+            ids: list[str] = []
+            metadata: list[str] = []
+            blobs: list[bytes] = []
+            for item_id, meta, blob in self.store.read(
+                    "SELECT id, metadata, vector FROM vectors WHERE space = ?", (self.space,)):
+                ids.append(item_id)
+                metadata.append(meta)
+                blobs.append(blob)
+            sizes = {len(b) for b in blobs}
+            if len(sizes) > 1:
+                raise StoreError(f"{self.store.path}: the {self.space} vectors have different dimensions "
+                                 f"({sorted(s // 4 for s in sizes)}); rebuild the store")
+            matrix = (np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1) if blobs
+                      else np.zeros((0, 0), dtype="<f4"))
+            self._cache = (version, ids, matrix, metadata)
+        return self._cache[1], self._cache[2], self._cache[3]
+
+    def _search(self, vector: Sequence[float], k: int) -> list[VectorHit]:
+        ids, matrix, metadata = self._matrix()
+        if k <= 0 or not ids:
+            return []
+        query = _unit(np.asarray(vector, dtype=np.float32))
+        if query.shape[0] != matrix.shape[1]:
+            raise StoreError(f"the embedder gives {query.shape[0]}-dimensional vectors but {self.store.path} holds "
+                             f"{matrix.shape[1]}-dimensional ones: open the store with the embedder it was built with")
+        scores = matrix @ query
+        k = min(k, len(ids))
+        top = np.argpartition(-scores, k - 1)[:k]
+        ranked = sorted(top.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
+        return [VectorHit(ids[i], float(scores[i]), json.loads(metadata[i])) for i in ranked]
+
+    def query(self, text: str, k: int) -> list[VectorHit]:
+        return self._search(self.embedder.embed([text])[0], k)
+
+    async def aquery(self, text: str, k: int) -> list[VectorHit]:
+        return self._search((await self.embedder.aembed([text]))[0], k)
+
+    def __repr__(self) -> str:
+        return f"SQLiteVectorIndex({self.store.path}, {self.space!r})"
+
+
+# -- whole snapshots: migration of the JSON format, and copies of in-memory indexes ------------------
+
+
+def write_snapshot(
+    store: SQLiteStore,
+    *,
+    documents: Mapping[str, Mapping[str, Any]],
+    chunks: Iterable[Mapping[str, Any]],
+    summaries: Mapping[str, str],
+    cache: Mapping[str, str],
+    entities: Iterable[Entity] = (),
+    relations: Iterable[Relation] = (),
+    vectors: Mapping[str, Iterable[tuple[str, str, Mapping[str, Any], bytes]]] = {},
+    meta: Mapping[str, Any] = {},
+) -> None:
+    """Write a whole index into ``store`` in one transaction (its tables are expected to be empty)."""
+    with store.transaction():
+        store.set_meta(meta)
+        store.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?)", [
+            (doc_id, doc["hash"], dumps(doc.get("metadata", {})), dumps(doc.get("failed", [])))
+            for doc_id, doc in documents.items()])
+        store.executemany("INSERT OR REPLACE INTO doc_chunks VALUES (?, ?, ?)", [
+            (doc_id, position, cid) for doc_id, doc in documents.items() for position, cid in enumerate(doc["chunks"])])
+        store.executemany("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)", [
+            (c["id"], c.get("text", ""), dumps({"entities": c.get("entities", []), "relations": c.get("relations", [])}))
+            for c in chunks])
+        store.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?)", list(summaries.items()))
+        store.executemany("INSERT OR REPLACE INTO llm_cache VALUES (?, ?)", list(cache.items()))
+        store.executemany("INSERT OR IGNORE INTO entities VALUES (?, ?, ?, ?)", [_entity_row(e) for e in entities])
+        relations = list(relations)
+        store.executemany("INSERT OR IGNORE INTO entities VALUES (?, '', '', '[]')",
+                          [(n,) for r in relations for n in r.pair])
+        store.executemany(f"INSERT OR REPLACE INTO relations ({_REL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+                          [_relation_row(r) for r in relations])
+        dimension = None
+        for space, rows in vectors.items():
+            rows = list(rows)
+            if rows:
+                dimension = len(rows[0][3]) // 4
+            store.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)",
+                              [(space, i, text, dumps(dict(md)), blob) for i, text, md, blob in rows])
+        if dimension is not None and "dimension" not in meta:
+            store.set_meta({"dimension": dimension})
+
+
+def migrate_json_store(directory: str | os.PathLike[str]) -> bool:
+    """Turn a store of the pre-SQLite JSON format in ``directory`` into ``pathrag.sqlite``, once.
+
+    Everything is carried over as it is (vectors included: nothing is re-embedded or re-extracted). The
+    new file appears atomically, then the JSON files move to ``json-store-backup/``. Returns whether a
+    migration happened; a one-line message says so.
+    """
+    from .graph import NetworkXGraphStore  # the old format's readers
+    from .storage import Journal, read_json
+
+    directory = Path(directory)
+    found = legacy_files(directory)
+    if store_exists(directory) or not [p for p in found if p.name != "cli.json"]:
+        return False
+    state = read_json(directory / "documents.json", {})
+    chunks = [r for r in Journal(directory / "chunks.jsonl").read() if "id" in r and "entities" in r]
+    cache = {r["key"]: r["answer"] for r in Journal(directory / "llm_cache.jsonl").read() if "key" in r}
+    graph = NetworkXGraphStore.load(directory) if (directory / "graph.json").exists() else None
+    vectors: dict[str, list[tuple[str, str, Mapping[str, Any], bytes]]] = {}
+    for space in ("entities", "relations", "chunks"):
+        data = read_json(directory / f"{space}.vectors.json", None)
+        if data is not None:
+            try:
+                vectors[space] = [(r["id"], r["text"], r["metadata"], base64.b64decode(r["vector"]))
+                                  for r in data["items"]]
+            except (KeyError, TypeError, ValueError) as exc:
+                raise StoreError(f"cannot read {directory / f'{space}.vectors.json'}: {exc}") from exc
+    meta: dict[str, Any] = {"migrated_from": "json"}
+    cli = read_json(directory / "cli.json", {}) if (directory / "cli.json").exists() else {}
+    if isinstance(cli, dict) and isinstance(cli.get("embeddings"), str):
+        meta["embedder"] = cli["embeddings"]
+    if graph is not None:
+        meta["directed_relations"] = int(graph.directed_relations)
+    staging = directory / ".migrating"
+    shutil.rmtree(staging, ignore_errors=True)
+    store = SQLiteStore(staging)
+    try:
+        write_snapshot(store, documents=state.get("documents", {}), chunks=chunks,
+                       summaries=state.get("summaries", {}), cache=cache,
+                       entities=graph.iter_entities() if graph else (),
+                       relations=graph.iter_relations() if graph else (), vectors=vectors, meta=meta)
+    finally:
+        store.close()  # the last connection: the WAL is folded into the file
+    os.replace(staging / STORE_FILE, directory / STORE_FILE)
+    shutil.rmtree(staging, ignore_errors=True)
+    backup = move_legacy_files(directory)
+    logger.warning("pathrag: migrated the JSON store %s to %s (%d documents); the old files are kept in %s",
+                   directory, STORE_FILE, len(state.get("documents", {})), backup)
+    return True
