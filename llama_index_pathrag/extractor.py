@@ -1,19 +1,33 @@
-"""``PathRAGExtractor``: pathrag's extraction as a ``PropertyGraphIndex`` kg extractor, with merging.
+"""``PathRAGExtractor``: pathrag's extraction as a ``PropertyGraphIndex`` kg extractor, with merging and deletes.
 
 Each chunk is extracted with the core's prompt, parser and gleaning (:func:`pathrag.extraction.extract_records`)
 through any LlamaIndex LLM, ``num_workers`` chunks at a time. The records are then merged by the core's rules
 (:mod:`pathrag.merging`): descriptions joined without repeats, the most frequent type, summed weights,
 united keywords; relations are undirected (A→B and B→A are one relation, first direction kept).
 
-LlamaIndex stores do not merge (within one insert the last duplicate wins, across inserts the first), so:
+Provenance, as in the core: every entity and relation keeps the records it was merged from, chunk by chunk,
+in its property ``pathrag_sources`` (JSON: chunk id, document id, records), and every chunk lists in its
+metadata ``pathrag_extracted`` (JSON; hidden from the LLM and from embeddings) the entities and relations
+its records touched. An entity or relation is always the merge of the records of its live chunks, so:
 
 * within one call (one insert), every entity and relation is emitted once, already merged, in the
-  metadata of the first chunk that mentions it;
-* with ``graph_store=`` (the index's store), entities and relations already stored are merged with the
-  new records and written to the store directly (LlamaIndex would skip them), and only new ones are
-  emitted. A stored item counts as one earlier record (a new description it already contains verbatim
-  is not appended again), and its embedding keeps the text of its first insert. Re-inserting a chunk
-  counts its records again (weights), as LlamaIndex re-extracts it.
+  metadata of the first chunk that mentions it (LlamaIndex stores do not merge: within an insert the last
+  duplicate wins, across inserts the first);
+* with ``graph_store=`` (the index's store), stored entities and relations that the new records touch are
+  re-merged and written to the store directly (LlamaIndex would skip them); only new ones are emitted;
+* a document re-inserted (the same ``ref_doc_id``) replaces its earlier version: records of its chunks
+  that are not in the new call are dropped, and what only they supported is deleted;
+* ``index.delete_ref_doc(doc_id)`` works: LlamaIndex deletes a document's chunks with
+  ``graph_store.delete(ids=[chunk id])``, and the extractor hooks that method of the store it is given.
+  Before the store deletes, the records of that chunk's whole document are dropped and every entity and
+  relation they touched is re-merged from the records left (deleted when none are). No LLM call. Whole
+  documents, because LlamaIndex may skip chunks (see :meth:`PathRAGExtractor._aforget_documents_of`);
+  :meth:`PathRAGExtractor.delete_sources` drops single chunks.
+
+Entities and relations stored before this provenance existed (or by other extractors) count as one record
+that no delete removes. Entity embeddings are LlamaIndex's: written once, at an entity's first insert;
+an entity that disappears has its embedding removed from ``vector_store=`` when given (stores with their
+own vector search, such as FalkorDB's, drop it with the node).
 
 Emitted entities are ``EntityNode`` (label = type, property ``description``) and relations ``Relation``
 (label ``RELATED_TO``; properties ``description``, ``keywords``, ``weight``, ``source_ids``).
@@ -24,27 +38,155 @@ fails the whole call before anything is written (LlamaIndex LLM clients retry on
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Sequence
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from llama_index.core.async_utils import run_jobs
-from llama_index.core.bridge.pydantic import Field
-from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY, PropertyGraphStore
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.graph_stores import SimplePropertyGraphStore
+from llama_index.core.graph_stores.types import (
+    KG_NODES_KEY,
+    KG_RELATIONS_KEY,
+    TRIPLET_SOURCE_KEY,
+    ChunkNode,
+    EntityNode,
+    LabelledNode,
+    PropertyGraphStore,
+)
+from llama_index.core.graph_stores.types import Relation as StoreRelation
 from llama_index.core.llms import LLM
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
+from llama_index.core.vector_stores.types import BasePydanticVectorStore
 
 from pathrag import Entity, Relation
 from pathrag.extraction import ExtractionConfig, ExtractionResult, extract_records
 from pathrag.indexing import run_sync
 from pathrag.merging import merge_entity, merge_relation, relation_key
 
-from .graph import RELATION_LABEL, PropertyGraphStoreAdapter, entity_id, entity_to_node, relation_to_store
+from .graph import (
+    PropertyGraphStoreAdapter,
+    entity_from_node,
+    entity_id,
+    entity_to_node,
+    relation_from_store,
+    relation_to_store,
+)
 
-__all__ = ["PathRAGExtractor"]
+__all__ = ["EXTRACTED_KEY", "SOURCES_KEY", "PathRAGExtractor"]
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T", Entity, Relation)
+
+#: Property of entities and relations: the records they are merged from, chunk by chunk (JSON).
+SOURCES_KEY = "pathrag_sources"
+#: Metadata of chunks: the entities and relations their records touched (JSON).
+EXTRACTED_KEY = "pathrag_extracted"
+
+Key = tuple[str, str]
+
+
+@dataclass
+class _Source:
+    """The records one chunk contributed to one entity or relation.
+
+    ``chunk`` is ``""`` for an item stored without provenance (it then stands for one record no delete
+    removes). ``endpoint``: the chunk names the entity as a relation endpoint.
+    """
+
+    chunk: str
+    doc: str | None
+    records: list[Any] = field(default_factory=list)  # Entity or Relation
+    endpoint: bool = False
+    legacy: bool = False
+
+
+def _dump(sources: Sequence[_Source], drop: set[str]) -> str:
+    rows = []
+    for s in sources:
+        rows.append({"chunk": s.chunk, "doc": s.doc, "endpoint": s.endpoint,
+                     "records": [r.model_dump(mode="json", exclude=drop) for r in s.records]})
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+
+
+def _parse(raw: Any, what: str) -> list[dict[str, Any]] | None:
+    if not isinstance(raw, str):
+        return None
+    try:
+        rows = json.loads(raw)
+    except ValueError:
+        logger.warning("%s: unreadable %s property, treated as one record", what, SOURCES_KEY)
+        return None
+    return rows if isinstance(rows, list) else None
+
+
+def _entity_sources(node: LabelledNode) -> list[_Source]:
+    rows = _parse(node.properties.get(SOURCES_KEY), node.id)
+    if rows is None:  # stored without provenance: the whole item is one record
+        return [_Source("", None, [entity_from_node(node)], legacy=True)]
+    return [_Source(row["chunk"], row.get("doc"), [
+        Entity(name=node.id, source_ids=[row["chunk"]] if row["chunk"] else [], **record)
+        for record in row["records"]], endpoint=bool(row.get("endpoint"))) for row in rows]
+
+
+def _relation_sources(relations: Sequence[StoreRelation]) -> list[_Source]:
+    sources: list[_Source] = []
+    for relation in relations:  # normally one; a store holding both directions gives two
+        rows = _parse(relation.properties.get(SOURCES_KEY), f"{relation.source_id} -> {relation.target_id}")
+        if rows is None:
+            sources.append(_Source("", None, [relation_from_store(relation)], legacy=True))
+            continue
+        sources += [_Source(row["chunk"], row.get("doc"), [
+            Relation(source_ids=[row["chunk"]] if row["chunk"] else [], **record) for record in row["records"]])
+            for row in rows]
+    return sources
+
+
+def _without_repeats(sources: Sequence[_Source]) -> list[Any]:
+    """All records in order. A legacy item's description is already a join, so a later description it
+    contains verbatim adds nothing (the parts were never stored)."""
+    seen = " ".join(r.description for s in sources if s.legacy for r in s.records)
+    out = []
+    for s in sources:
+        for r in s.records:
+            out.append(r if s.legacy or not seen or r.description not in seen
+                       else r.model_copy(update={"description": ""}))
+    return out
+
+
+def _merge_entity(name: str, sources: Sequence[_Source]) -> Entity | None:
+    records = _without_repeats(sources)
+    endpoints = [s.chunk for s in sources if s.endpoint and s.chunk]
+    if not records and not endpoints:
+        return None
+    return merge_entity(name, records, extra_source_ids=endpoints)
+
+
+def _merge_relation(sources: Sequence[_Source]) -> Relation | None:
+    records = _without_repeats(sources)
+    return merge_relation(records) if records else None
+
+
+def _first_chunk(sources: Sequence[_Source]) -> str | None:
+    return next((s.chunk for s in sources if s.chunk), None)
+
+
+@dataclass
+class _Batch:
+    """The sources one call contributes, in chunk order, and where each item is first mentioned."""
+
+    entities: dict[str, list[_Source]] = field(default_factory=dict)
+    relations: dict[Key, list[_Source]] = field(default_factory=dict)
+    home: dict[object, int] = field(default_factory=dict)
+
+
+@dataclass
+class _Written:
+    """What a reconciliation leaves for LlamaIndex to insert: new entities and relations, by name / key."""
+
+    entities: dict[str, EntityNode] = field(default_factory=dict)
+    relations: dict[Key, StoreRelation] = field(default_factory=dict)
 
 
 class PathRAGExtractor(TransformComponent):
@@ -58,7 +200,10 @@ class PathRAGExtractor(TransformComponent):
     (2, 1)
 
     Use it as ``PropertyGraphIndex.from_documents(docs, property_graph_store=store,
-    kg_extractors=[extractor], embed_model=...)``.
+    kg_extractors=[extractor], embed_model=...)``. With ``graph_store`` (the index's store) it merges with
+    what is stored and makes ``index.delete_ref_doc`` remove what only that document supported: it hooks
+    ``graph_store.delete`` (see the module doc). ``vector_store``: where ``PropertyGraphIndex`` keeps entity
+    embeddings (pass the same one to the index), so that deleted entities lose theirs too.
     """
 
     llm: LLM
@@ -67,20 +212,28 @@ class PathRAGExtractor(TransformComponent):
     show_progress: bool = False
     graph_store: PropertyGraphStore | None = Field(
         default=None, exclude=True, description="The index's store, to merge with what is already stored.")
+    vector_store: BasePydanticVectorStore | None = Field(
+        default=None, exclude=True, description="The index's vector store of entity embeddings, to clean on delete.")
+    _hooked: bool = PrivateAttr(default=False)
 
     def __init__(
         self,
         llm: LLM | None = None,
         *,
         graph_store: PropertyGraphStore | None = None,
+        vector_store: BasePydanticVectorStore | None = None,
         config: ExtractionConfig | None = None,
         num_workers: int = 4,
         show_progress: bool = False,
     ) -> None:
         from llama_index.core import Settings  # resolved lazily: the default needs OpenAI
 
+        if graph_store is not None and not isinstance(graph_store, PropertyGraphStore):
+            raise TypeError(f"graph_store must be a llama_index PropertyGraphStore, got {type(graph_store).__name__}")
         super().__init__(llm=llm or Settings.llm, config=config or ExtractionConfig(), num_workers=num_workers,
-                         show_progress=show_progress, graph_store=graph_store)
+                         show_progress=show_progress, graph_store=graph_store, vector_store=vector_store)
+        if graph_store is not None:
+            self._hooked = _hook_deletes(graph_store, self)
 
     @classmethod
     def class_name(cls) -> str:
@@ -95,7 +248,13 @@ class PathRAGExtractor(TransformComponent):
         nodes = list(nodes)
         results = await run_jobs([self._extract(node) for node in nodes], workers=self.num_workers,
                                  show_progress=self.show_progress, desc="PathRAG extraction")
-        emitted = await self._merge(nodes, results)
+        batch = self._batch(nodes, results)
+        written = await self._reconcile(batch, await self._stale_chunks(nodes, batch))
+        emitted: list[tuple[list[EntityNode], list[StoreRelation]]] = [([], []) for _ in nodes]
+        for name, node in written.entities.items():
+            emitted[batch.home[name]][0].append(node)
+        for key, relation in written.relations.items():
+            emitted[batch.home[key]][1].append(relation)
         for node, (entities, relations) in zip(nodes, emitted):
             # chained extractors append to what earlier ones left
             node.metadata[KG_NODES_KEY] = [*(node.metadata.get(KG_NODES_KEY) or []), *entities]
@@ -114,62 +273,236 @@ class PathRAGExtractor(TransformComponent):
             logger.info("chunk %s: %d malformed records skipped", node.node_id, done.result.skipped)
         return done.result
 
-    async def _merge(self, nodes: list[BaseNode], results: list[ExtractionResult]) -> list[tuple[list, list]]:
-        """Merge the batch (and what is stored); return what each chunk emits."""
-        entity_records: dict[str, list[Entity]] = {}
-        endpoint_chunks: dict[str, list[str]] = {}
-        relation_records: dict[tuple[str, str], list[Relation]] = {}
-        home: dict[object, int] = {}  # entity name or relation key -> first chunk mentioning it
+    @staticmethod
+    def _batch(nodes: list[BaseNode], results: list[ExtractionResult]) -> _Batch:
+        """Group the records by entity and relation, chunk by chunk; note what each chunk touched."""
+        batch = _Batch()
         for i, (node, result) in enumerate(zip(nodes, results)):
+            doc = node.ref_doc_id
+            entities: dict[str, _Source] = {}
+            relations: dict[Key, _Source] = {}
             for e in result.entities:
                 name = entity_id(e.name)  # the store's key for the name
-                entity_records.setdefault(name, []).append(e.model_copy(update={"name": name}))
-                home.setdefault(name, i)
+                entities.setdefault(name, _Source(node.node_id, doc)).records.append(e.model_copy(update={"name": name}))
             for r in result.relations:
                 r = r.model_copy(update={"source": entity_id(r.source), "target": entity_id(r.target)})
-                key = relation_key(r.source, r.target)
-                relation_records.setdefault(key, []).append(r)
-                home.setdefault(key, i)
+                relations.setdefault(relation_key(r.source, r.target), _Source(node.node_id, doc)).records.append(r)
                 for end in r.pair:
-                    endpoint_chunks.setdefault(end, []).append(node.node_id)
-                    home.setdefault(end, i)
+                    entities.setdefault(end, _Source(node.node_id, doc)).endpoint = True
+            for name, source in entities.items():
+                batch.entities.setdefault(name, []).append(source)
+                batch.home.setdefault(name, i)
+            for key, source in relations.items():
+                batch.relations.setdefault(key, []).append(source)
+                batch.home.setdefault(key, i)
+            node.metadata[EXTRACTED_KEY] = json.dumps(
+                {"entities": sorted(entities), "relations": sorted(relations)}, ensure_ascii=False)
+            for keys in (node.excluded_llm_metadata_keys, node.excluded_embed_metadata_keys):
+                if EXTRACTED_KEY not in keys:
+                    keys.append(EXTRACTED_KEY)
+        return batch
 
-        names = list(dict.fromkeys([*entity_records, *endpoint_chunks]))
-        adapter = PropertyGraphStoreAdapter(self.graph_store) if self.graph_store is not None else None
-        stored_entities = await adapter.aget_entities(names) if adapter else {}
-        stored_relations = await adapter.aget_relations(relation_records, labels=[RELATION_LABEL]) if adapter else {}
+    async def _chunks_of(self, docs: set[str]) -> list[ChunkNode]:
+        """The stored chunks of these documents (by ``ref_doc_id``)."""
+        store = self.graph_store
+        if store is None or not docs:
+            return []
+        if isinstance(store, SimplePropertyGraphStore):  # one pass instead of one scan per document
+            found: list[LabelledNode] = [n for n in store.graph.nodes.values()
+                                         if isinstance(n, ChunkNode) and n.properties.get("ref_doc_id") in docs]
+        else:
+            found = [n for doc in sorted(docs) for n in await store.aget(properties={"ref_doc_id": doc})]
+        return [n for n in found if isinstance(n, ChunkNode)]
 
-        emitted: list[tuple[list, list]] = [([], []) for _ in nodes]
-        updated_entities = []
-        for name in names:
-            old = stored_entities.get(name)
-            merged = merge_entity(name, _after(old, entity_records.get(name, [])),
-                                  extra_source_ids=endpoint_chunks.get(name, ()))
-            if old is None:
-                emitted[home[name]][0].append(entity_to_node(merged))
-            elif (merged.type, merged.description) != (old.type, old.description):
-                updated_entities.append(merged)
-        updated_relations = []
-        for key, records in relation_records.items():
-            old_relation = stored_relations.get(key)
-            merged_relation = merge_relation(_after(old_relation, records))
-            if old_relation is None:
-                emitted[home[key]][1].append(relation_to_store(merged_relation))
-            else:
-                updated_relations.append(merged_relation)
+    async def _stale_chunks(self, nodes: list[BaseNode], batch: _Batch) -> list[ChunkNode]:
+        """Stored chunks of the documents in this call that the call does not hold: an earlier version's."""
+        current = {node.node_id for node in nodes}
+        docs = {node.ref_doc_id for node in nodes} - {None}
+        return [n for n in await self._chunks_of(docs) if n.id not in current]  # type: ignore[arg-type]
+
+    async def _reconcile(self, batch: _Batch, dropped: Sequence[LabelledNode]) -> _Written:
+        """Re-merge everything ``batch`` or the ``dropped`` chunks touch; write changes to the store.
+
+        Sources of the dropped chunks and of the batch's own chunks (re-extracted) are replaced by the
+        batch's. Returns the entities and relations that are new, for LlamaIndex to insert.
+        """
+        drop = {n.id for n in dropped} | {s.chunk for sources in batch.entities.values() for s in sources} | {
+            s.chunk for sources in batch.relations.values() for s in sources}
+        touched_names, touched_keys = _touched(dropped)
+        names = list(dict.fromkeys([*batch.entities, *touched_names]))
+        keys = list(dict.fromkeys([*batch.relations, *touched_keys]))
+        store = self.graph_store
+        adapter = PropertyGraphStoreAdapter(store) if store is not None else None
+        stored_nodes: dict[str, LabelledNode] = {}
+        stored_relations: dict[Key, list[StoreRelation]] = {}
         if adapter is not None:
-            await adapter.aupsert_entities(updated_entities)
-            await adapter.aupsert_relations(updated_relations)
-        return emitted
+            if names:
+                stored_nodes = {n.id: n for n in await adapter.store.aget(ids=names) if isinstance(n, EntityNode)}
+            stored_relations = await adapter.aget_store_relations(keys)
+
+        written = _Written()
+        gone_entities: list[str] = []
+        updated: list[Entity] = []
+        entity_props: dict[str, dict[str, Any]] = {}
+        for name in names:
+            node = stored_nodes.get(name)
+            kept = [s for s in _entity_sources(node) if s.chunk not in drop] if node is not None else []
+            sources = kept + batch.entities.get(name, [])
+            merged = _merge_entity(name, sources)
+            props = {SOURCES_KEY: _dump(sources, {"name", "source_ids"})}
+            if merged is None:
+                if node is not None:
+                    gone_entities.append(name)
+            elif node is None:
+                if name in batch.entities:
+                    written.entities[name] = entity_to_node(merged, props)
+            elif props[SOURCES_KEY] != node.properties.get(SOURCES_KEY) or (merged.type, merged.description) != (
+                    (old := entity_from_node(node)).type, old.description):
+                # point LlamaIndex's provenance at a live chunk (FalkorDB links it with MENTIONS)
+                first = _first_chunk(sources)
+                updated.append(merged)
+                entity_props[name] = {**props, **({TRIPLET_SOURCE_KEY: first} if first else {})}
+
+        gone_relations: list[Key] = []
+        replaced: list[Relation] = []
+        relation_props: dict[Key, dict[str, Any]] = {}
+        for key in keys:
+            stored = stored_relations.get(key, [])
+            kept = [s for s in _relation_sources(stored) if s.chunk not in drop]
+            sources = kept + batch.relations.get(key, [])
+            merged_relation = _merge_relation(sources)
+            props = {SOURCES_KEY: _dump(sources, {"source_ids"})}
+            if merged_relation is None:
+                if stored:
+                    gone_relations.append(key)
+            elif not stored:
+                if key in batch.relations:
+                    written.relations[key] = relation_to_store(merged_relation, properties=props)
+            elif len(stored) > 1 or props[SOURCES_KEY] != stored[0].properties.get(SOURCES_KEY) \
+                    or merged_relation != relation_from_store(stored[0]):
+                first = _first_chunk(sources)
+                replaced.append(merged_relation)
+                relation_props[merged_relation.pair] = {**props, **({TRIPLET_SOURCE_KEY: first} if first else {})}
+                if len(stored) > 1 or (stored[0].source_id, stored[0].target_id) != merged_relation.pair:
+                    gone_relations.append(key)  # the direction changed: some stores would keep both
+
+        if adapter is not None:
+            await adapter.adelete_relations(gone_relations)
+            await adapter.adelete_entities(gone_entities)
+            await adapter.aupsert_entities(updated, properties=entity_props, keep_label=False)
+            await adapter.aupsert_relations(replaced, properties=relation_props)
+            if gone_entities and self.vector_store is not None:
+                await self.vector_store.adelete_nodes(node_ids=gone_entities)
+        return written
+
+    async def adelete_sources(self, chunk_ids: Iterable[str]) -> None:
+        """Drop the records of these chunks (LlamaIndex node ids) and re-merge, or delete, everything they
+        touched, in ``graph_store``. The chunks themselves are left to the caller (LlamaIndex deletes them).
+
+        Raises:
+            ValueError: the extractor has no ``graph_store``.
+        """
+        if self.graph_store is None:
+            raise ValueError("PathRAGExtractor needs graph_store= (the index's store) to delete from it")
+        ids = [chunk_ids] if isinstance(chunk_ids, str) else list(dict.fromkeys(chunk_ids))
+        if not ids:
+            return
+        # what each chunk touched is in its own metadata: a chunk no longer stored has nothing to drop
+        chunks = [n for n in await self.graph_store.aget(ids=ids) if isinstance(n, ChunkNode)]
+        if chunks:
+            await self._reconcile(_Batch(), chunks)
+
+    def delete_sources(self, chunk_ids: Iterable[str]) -> None:
+        """Sync twin of :meth:`adelete_sources`."""
+        run_sync(self.adelete_sources(chunk_ids))
+
+    async def _aforget_documents_of(self, ids: list[str]) -> None:
+        """What the store's ``delete(ids=...)`` hook does: the documents of the chunks among ``ids`` lose
+        all their extracted knowledge, whole.
+
+        Per document rather than per chunk because LlamaIndex does not delete a document's chunks
+        reliably: ``delete_ref_doc(doc_id, delete_from_docstore=True)`` (llama-index-core 0.14) walks the
+        document's chunk list while removing from it, so every other chunk is never deleted and never
+        seen here. A chunk deleted on its own through ``index.delete_nodes`` therefore takes its
+        document's knowledge with it (re-inserting the document restores it); use
+        :meth:`delete_sources` to drop single chunks.
+        """
+        assert self.graph_store is not None
+        chunks = [n for n in await self.graph_store.aget(ids=ids) if isinstance(n, ChunkNode)]
+        if not chunks:
+            return
+        docs = {str(n.properties["ref_doc_id"]) for n in chunks if n.properties.get("ref_doc_id")}
+        siblings = [n for n in await self._chunks_of(docs) if n.id not in {c.id for c in chunks}]
+        await self._reconcile(_Batch(), [*chunks, *siblings])
 
 
-def _after(stored: T | None, records: list[T]) -> list[T]:
-    """The records to merge: the stored item first (as one earlier record), then the new ones.
+def _touched(chunks: Sequence[LabelledNode]) -> tuple[list[str], list[Key]]:
+    """The entities and relations the chunks' records touched, from their ``pathrag_extracted`` metadata."""
+    names: dict[str, None] = {}
+    keys: dict[Key, None] = {}
+    for chunk in chunks:
+        raw = chunk.properties.get(EXTRACTED_KEY)
+        if not isinstance(raw, str):
+            continue
+        try:
+            touched = json.loads(raw)
+            names.update(dict.fromkeys(str(n) for n in touched.get("entities", ())))
+            keys.update(dict.fromkeys((str(a), str(b)) for a, b in touched.get("relations", ())))
+        except (ValueError, TypeError, AttributeError):
+            logger.warning("chunk %s: unreadable %s metadata, its records stay", chunk.id, EXTRACTED_KEY)
+    return list(names), list(keys)
 
-    The stored description is already a join, so a new description it contains verbatim adds nothing
-    and is not appended again (the core compares whole descriptions; the parts are not stored).
+
+_HOOK_ATTRIBUTE = "_pathrag_delete_hook"
+
+
+class _DeleteHook:
+    """Replaces ``delete`` on one store instance: drops the deleted chunks' records first, then deletes.
+
+    LlamaIndex's ``delete_ref_doc`` deletes a document's chunks one ``delete(ids=[chunk id])`` at a time,
+    and never tells an extractor; this is the one place that sees it. Other deletes pass through.
     """
-    if stored is None:
-        return records
-    seen: str = stored.description
-    return [stored, *(r if r.description not in seen else r.model_copy(update={"description": ""}) for r in records)]
+
+    def __init__(self, original: Callable[..., None], extractor: PathRAGExtractor) -> None:
+        self.original = original
+        self.extractor = extractor
+
+    def __call__(self, entity_names: list[str] | None = None, relation_names: list[str] | None = None,
+                 properties: dict | None = None, ids: list[str] | None = None) -> None:
+        if ids:
+            run_sync(self.extractor._aforget_documents_of(list(ids)))
+        self.original(entity_names=entity_names, relation_names=relation_names, properties=properties, ids=ids)
+
+
+class _AsyncDeleteHook(_DeleteHook):
+    """The same for a store whose ``adelete`` does not go through ``delete``."""
+
+    original: Callable[..., Awaitable[None]]  # type: ignore[assignment]
+
+    async def __call__(self, entity_names: list[str] | None = None,  # type: ignore[override]
+                       relation_names: list[str] | None = None, properties: dict | None = None,
+                       ids: list[str] | None = None) -> None:
+        if ids:
+            await self.extractor._aforget_documents_of(list(ids))
+        await self.original(entity_names=entity_names, relation_names=relation_names, properties=properties, ids=ids)
+
+
+def _hook_deletes(store: PropertyGraphStore, extractor: PathRAGExtractor) -> bool:
+    """Install (or re-point) the delete hook on ``store``; ``False`` when the store refuses attributes."""
+    hooks = getattr(store, _HOOK_ATTRIBUTE, None)
+    if isinstance(hooks, list):
+        for hook in hooks:  # a newer extractor (e.g. after reloading the index) takes over
+            hook.extractor = extractor
+        return True
+    try:
+        installed: list[_DeleteHook] = [_DeleteHook(store.delete, extractor)]
+        store.delete = installed[0]  # type: ignore[method-assign]
+        if type(store).adelete is not PropertyGraphStore.adelete:  # the default adelete calls delete
+            installed.append(_AsyncDeleteHook(store.adelete, extractor))
+            store.adelete = installed[1]  # type: ignore[method-assign]
+        setattr(store, _HOOK_ATTRIBUTE, installed)
+    except (AttributeError, TypeError, ValueError) as exc:
+        logger.warning("cannot hook %s.delete (%s): delete_ref_doc will not remove extracted knowledge; "
+                       "call PathRAGExtractor.delete_sources(chunk_ids) yourself", type(store).__name__, exc)
+        return False
+    return True

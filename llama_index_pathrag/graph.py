@@ -28,9 +28,11 @@ over the knowledge relationship types) instead: no triplets are shipped, and ``i
 ``get_triplets``' ``name`` is not. Entities, relations and writes still go through the store's API.
 
 Writes (used by :class:`~llama_index_pathrag.PathRAGExtractor` to merge into what is stored) keep every
-other property of a stored node, and write relations under one label, ``relation_label``. Deletes are
-not offered: ``PropertyGraphStore.delete`` cannot remove one relation, and
-``SimplePropertyGraphStore.delete`` also drops the neighbouring nodes.
+other property of a stored node, and write relations under one label, ``relation_label``. Deletes remove
+exactly the named entities and relations: ``PropertyGraphStore.delete`` cannot remove one relation, and
+``SimplePropertyGraphStore.delete`` also drops the neighbouring nodes, so the in-memory store's graph is
+edited directly and Cypher stores (LlamaIndex's FalkorDB and Neo4j ones) get one ``structured_query``;
+other stores can delete entities but not single relations (``NotImplementedError``).
 
 >>> from llama_index.core.graph_stores import SimplePropertyGraphStore
 >>> from llama_index.core.graph_stores.types import EntityNode, Relation
@@ -160,11 +162,13 @@ def entity_to_node(entity: Entity, properties: Mapping[str, Any] | None = None, 
                        properties={**(properties or {}), "description": entity.description})
 
 
-def relation_to_store(relation: Relation, label: str = RELATION_LABEL) -> StoreRelation:
-    """The stored ``Relation``: properties ``description``, ``keywords``, ``weight``, ``source_ids``."""
+def relation_to_store(relation: Relation, label: str = RELATION_LABEL,
+                      properties: Mapping[str, Any] | None = None) -> StoreRelation:
+    """The stored ``Relation``: properties ``description``, ``keywords``, ``weight``, ``source_ids``
+    (over ``properties``, kept otherwise)."""
     return StoreRelation(label=label, source_id=relation.source, target_id=relation.target, properties={
-        "description": relation.description, "keywords": list(relation.keywords), "weight": relation.weight,
-        "source_ids": list(relation.source_ids)})
+        **(properties or {}), "description": relation.description, "keywords": list(relation.keywords),
+        "weight": relation.weight, "source_ids": list(relation.source_ids)})
 
 
 class PropertyGraphStoreAdapter:
@@ -305,31 +309,62 @@ class PropertyGraphStoreAdapter:
 
     # -- writes ----------------------------------------------------------------------------------------
 
-    def _nodes(self, entities: Sequence[Entity], stored: Sequence[LabelledNode]) -> list[LabelledNode]:
+    def _nodes(self, entities: Sequence[Entity], stored: Sequence[LabelledNode],
+               properties: Mapping[str, Mapping[str, Any]] | None, keep_label: bool) -> list[LabelledNode]:
         old = {node.id: node for node in stored if isinstance(node, EntityNode)}
-        return [entity_to_node(e, old[e.name].properties, old[e.name].label) if e.name in old else entity_to_node(e)
+        extra = properties or {}
+        return [entity_to_node(e, {**(old[e.name].properties if e.name in old else {}), **extra.get(e.name, {})},
+                               old[e.name].label if keep_label and e.name in old else None)
                 for e in entities]
 
-    def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
-        """Insert or update entities, keeping the other properties of stored nodes."""
+    def _relabelled(self, nodes: Sequence[LabelledNode], stored: Sequence[LabelledNode]) -> list[tuple[str, str]]:
+        """Cypher stores add a node's new label but keep the old one: the (id, old label) pairs to remove."""
+        if not self._is_cypher():
+            return []
+        old = {node.id: node.label for node in stored if isinstance(node, EntityNode)}
+        return [(n.id, old[n.id]) for n in nodes if old.get(n.id) not in (None, n.label, "__Entity__")]
+
+    @staticmethod
+    def _unlabel_query(label: str) -> str:
+        return f"UNWIND $ids AS id MATCH (e:`__Entity__` {{id: id}}) REMOVE e:`{label.replace('`', '``')}`"
+
+    def upsert_entities(
+        self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None,
+        properties: Mapping[str, Mapping[str, Any]] | None = None, keep_label: bool = True,
+    ) -> None:
+        """Insert or update entities, keeping the other properties of stored nodes.
+
+        ``properties``: more properties to set, by entity name. An untyped entity keeps the stored node's
+        label unless ``keep_label=False`` (then it gets the untyped label).
+        """
         entities = list(entities)
         stored = self.store.get(ids=[e.name for e in entities]) if entities else []
         if merge is not None:
             entities = _merged(entities, _entities(stored), merge, lambda e: e.name)
         self._triplets.clear()
         if entities:
-            self.store.upsert_nodes(self._nodes(entities, stored))
+            nodes = self._nodes(entities, stored, properties, keep_label)
+            for label, ids in _grouped(self._relabelled(nodes, stored)).items():
+                self.store.structured_query(self._unlabel_query(label), param_map={"ids": ids})
+            self.store.upsert_nodes(nodes)
 
-    async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
+    async def aupsert_entities(
+        self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None,
+        properties: Mapping[str, Mapping[str, Any]] | None = None, keep_label: bool = True,
+    ) -> None:
         entities = list(entities)
         stored = await self.store.aget(ids=[e.name for e in entities]) if entities else []
         if merge is not None:
             entities = _merged(entities, _entities(stored), merge, lambda e: e.name)
         self._triplets.clear()
         if entities:
-            await self.store.aupsert_nodes(self._nodes(entities, stored))
+            nodes = self._nodes(entities, stored, properties, keep_label)
+            for label, ids in _grouped(self._relabelled(nodes, stored)).items():
+                await self.store.astructured_query(self._unlabel_query(label), param_map={"ids": ids})
+            await self.store.aupsert_nodes(nodes)
 
-    def _replace(self, relations: Sequence[Relation]) -> list[StoreRelation]:
+    def _replace(self, relations: Sequence[Relation],
+                 properties: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> list[StoreRelation]:
         """Store relations for ``relations``; on the in-memory store, first drop those they replace.
 
         ``SimplePropertyGraphStore`` keeps the first relation written for a triplet (either way round
@@ -344,45 +379,145 @@ class PropertyGraphStoreAdapter:
                     graph.triplets.discard((s, label, t))
                     graph.delete_relation(StoreRelation(label=label, source_id=s, target_id=t))
         self._triplets.clear()
-        return [relation_to_store(r, label) for r in relations]
+        extra = properties or {}
+        return [relation_to_store(r, label, extra.get(r.pair)) for r in relations]
 
-    def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
-        """Insert or replace relations (label ``relation_label``); ``merge`` sees the stored one of that label."""
+    def upsert_relations(
+        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None,
+        properties: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Insert or replace relations (label ``relation_label``); ``merge`` sees the stored one of that label.
+
+        ``properties``: more properties to set, by ``(source, target)`` as written.
+        """
         relations = list(relations)
         if merge is not None:
             stored = self.get_relations([r.pair for r in relations], labels=[self.relation_label])
             relations = _merged(relations, stored, merge, lambda r: r.pair)
         if relations:
-            self.store.upsert_relations(self._replace(relations))
+            self.store.upsert_relations(self._replace(relations, properties))
 
     async def aupsert_relations(
-        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None
+        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None,
+        properties: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
     ) -> None:
         relations = list(relations)
         if merge is not None:
             stored = await self.aget_relations([r.pair for r in relations], labels=[self.relation_label])
             relations = _merged(relations, stored, merge, lambda r: r.pair)
         if relations:
-            await self.store.aupsert_relations(self._replace(relations))
+            await self.store.aupsert_relations(self._replace(relations, properties))
+
+    def _is_cypher(self) -> bool:
+        return cypher_runner(self.store) is not None
+
+    def get_store_relations(
+        self, pairs: Iterable[tuple[str, str]], *, label: str | None = None
+    ) -> dict[tuple[str, str], list[StoreRelation]]:
+        """The stored ``Relation`` objects of label ``label`` (default ``relation_label``) between each pair,
+        either direction, keyed by the pair as asked; pairs without one are left out."""
+        pairs = [(a, b) for a, b in pairs]
+        self._load(a for a, _ in pairs)
+        return self._store_relations(pairs, label or self.relation_label)
+
+    async def aget_store_relations(
+        self, pairs: Iterable[tuple[str, str]], *, label: str | None = None
+    ) -> dict[tuple[str, str], list[StoreRelation]]:
+        pairs = [(a, b) for a, b in pairs]
+        await self._aload(a for a, _ in pairs)
+        return self._store_relations(pairs, label or self.relation_label)
+
+    def _store_relations(
+        self, pairs: list[tuple[str, str]], label: str
+    ) -> dict[tuple[str, str], list[StoreRelation]]:
+        found = {}
+        for a, b in pairs:
+            stored = sorted(((s, t), r) for s, t, r in self._triplets.get(a, ()) if {s, t} == {a, b} and r.label == label)
+            if stored:
+                found[(a, b)] = [r for _, r in stored]
+        return found
+
+    def _delete_simple(self, names: set[str], pairs: set[frozenset[str]]) -> None:
+        """Edit the in-memory store's graph: drop the named nodes, and relations of ``relation_label``
+        between the given pairs (either direction), with every triplet touching them."""
+        graph = self.store.graph  # type: ignore[attr-defined]
+        for s, label, t in list(graph.triplets):
+            if s in names or t in names or (label == self.relation_label and frozenset((s, t)) in pairs):
+                graph.triplets.discard((s, label, t))
+                graph.delete_relation(StoreRelation(label=label, source_id=s, target_id=t))
+        for name in names:
+            graph.nodes.pop(name, None)
+
+    def _relation_delete_query(self) -> str:
+        label = self.relation_label.replace("`", "``")
+        return (f"UNWIND $pairs AS p MATCH (a:`__Entity__` {{id: p[0]}})-[r:`{label}`]-(b:`__Entity__` {{id: p[1]}}) "
+                "DELETE r")
+
+    def _check_relation_delete(self) -> None:
+        if not isinstance(self.store, SimplePropertyGraphStore) and not self._is_cypher():
+            raise NotImplementedError(
+                f"cannot delete single relations from {type(self.store).__name__}: PropertyGraphStore.delete only "
+                "deletes all relations of a label; supported are SimplePropertyGraphStore and LlamaIndex's "
+                "FalkorDB and Neo4j stores")
 
     def delete_entities(self, names: Iterable[str]) -> None:
-        raise NotImplementedError(_NO_DELETE)
+        """Delete entities and whatever relation still touches them (nothing else)."""
+        names = list(dict.fromkeys(names))
+        self._triplets.clear()
+        if not names:
+            return
+        if isinstance(self.store, SimplePropertyGraphStore):
+            self._delete_simple(set(names), set())
+        else:  # the class's own delete: a hook installed on this instance must not see our writes
+            type(self.store).delete(self.store, ids=names)
 
     async def adelete_entities(self, names: Iterable[str]) -> None:
-        raise NotImplementedError(_NO_DELETE)
+        names = list(dict.fromkeys(names))
+        self._triplets.clear()
+        if not names:
+            return
+        if isinstance(self.store, SimplePropertyGraphStore):
+            self._delete_simple(set(names), set())
+        else:
+            await type(self.store).adelete(self.store, ids=names)
 
     def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
-        raise NotImplementedError(_NO_DELETE)
+        """Delete the relations of label ``relation_label`` between each pair, in either direction.
+
+        Raises:
+            NotImplementedError: the store is neither the in-memory one nor a Cypher store.
+        """
+        pairs = [[a, b] for a, b in pairs]
+        self._triplets.clear()
+        if not pairs:
+            return
+        self._check_relation_delete()
+        if isinstance(self.store, SimplePropertyGraphStore):
+            self._delete_simple(set(), {frozenset(p) for p in pairs})
+        else:
+            self.store.structured_query(self._relation_delete_query(), param_map={"pairs": pairs})
 
     async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
-        raise NotImplementedError(_NO_DELETE)
+        pairs = [[a, b] for a, b in pairs]
+        self._triplets.clear()
+        if not pairs:
+            return
+        self._check_relation_delete()
+        if isinstance(self.store, SimplePropertyGraphStore):
+            self._delete_simple(set(), {frozenset(p) for p in pairs})
+        else:
+            await self.store.astructured_query(self._relation_delete_query(), param_map={"pairs": pairs})
 
     def __repr__(self) -> str:
         return f"PropertyGraphStoreAdapter({type(self.store).__name__})"
 
 
-_NO_DELETE = ("PropertyGraphStoreAdapter does not delete: PropertyGraphStore.delete cannot remove a single "
-              "relation (and the in-memory store's also drops neighbouring nodes); delete through the store itself")
+def _grouped(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """(id, label) pairs as label -> ids."""
+    out: dict[str, list[str]] = {}
+    for node_id, label in pairs:
+        out.setdefault(label, []).append(node_id)
+    return out
 
 
 def _entities(nodes: Iterable[LabelledNode]) -> dict[str, Entity]:

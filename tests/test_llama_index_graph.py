@@ -164,9 +164,14 @@ def test_writes_keep_other_properties_and_replace_relations():
               for _, r, _ in store.get_triplets(entity_names=["A"])]
     assert stored == [(RELATION_LABEL, "A", "B", "third", 1.0)]  # replaced, not first-write-wins
     assert store.get(ids=["B"])[0].name == "B"  # a relation creates its missing endpoint
-    for delete in (adapter.delete_entities, adapter.delete_relations):
-        with pytest.raises(NotImplementedError, match="does not delete"):
-            delete([])
+    # deletes remove exactly what they name: the relation, not its endpoints; the entity, not its neighbours
+    store.upsert_relations([StoreRelation(label="KNOWS", source_id="A", target_id="B")])
+    adapter.delete_relations([("B", "A")])
+    assert [r.label for _, r, _ in store.get_triplets(entity_names=["A"])] == ["KNOWS"]
+    assert sorted(n.id for n in store.get()) == ["A", "B"]
+    adapter.upsert_entities([Entity(name="C")])
+    adapter.delete_entities(["B"])
+    assert sorted(n.id for n in store.get()) == ["A", "C"] and store.get_triplets(entity_names=["A"]) == []
 
 
 async def test_async_twins_agree():
