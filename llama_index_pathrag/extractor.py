@@ -25,9 +25,10 @@ its records touched. An entity or relation is always the merge of the records of
   :meth:`PathRAGExtractor.delete_sources` drops single chunks.
 
 Entities and relations stored before this provenance existed (or by other extractors) count as one record
-that no delete removes. Entity embeddings are LlamaIndex's: written once, at an entity's first insert;
-an entity that disappears has its embedding removed from ``vector_store=`` when given (stores with their
-own vector search, such as FalkorDB's, drop it with the node).
+that no delete removes. Entity embeddings are LlamaIndex's, written at an entity's first insert; with
+``embed_model=`` the extractor re-embeds entities whose description changes later, and an entity that
+disappears has its embedding removed from ``vector_store=`` when given (stores with their own vector
+search, such as FalkorDB's, drop it with the node).
 
 Emitted entities are ``EntityNode`` (label = type, property ``description``) and relations ``Relation``
 (label ``RELATED_TO``; properties ``description``, ``keywords``, ``weight``, ``source_ids``).
@@ -45,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llama_index.core.async_utils import run_jobs
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.graph_stores import SimplePropertyGraphStore
 from llama_index.core.graph_stores.types import (
@@ -54,12 +56,18 @@ from llama_index.core.graph_stores.types import (
     ChunkNode,
     EntityNode,
     LabelledNode,
+    VECTOR_SOURCE_KEY,
     PropertyGraphStore,
 )
 from llama_index.core.graph_stores.types import Relation as StoreRelation
 from llama_index.core.llms import LLM
-from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
-from llama_index.core.vector_stores.types import BasePydanticVectorStore
+from llama_index.core.schema import BaseNode, MetadataMode, TextNode, TransformComponent
+from llama_index.core.vector_stores.types import (
+    BasePydanticVectorStore,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
 
 from pathrag import Entity, Relation
 from pathrag.extraction import ExtractionConfig, ExtractionResult, extract_records
@@ -203,7 +211,10 @@ class PathRAGExtractor(TransformComponent):
     kg_extractors=[extractor], embed_model=...)``. With ``graph_store`` (the index's store) it merges with
     what is stored and makes ``index.delete_ref_doc`` remove what only that document supported: it hooks
     ``graph_store.delete`` (see the module doc). ``vector_store``: where ``PropertyGraphIndex`` keeps entity
-    embeddings (pass the same one to the index), so that deleted entities lose theirs too.
+    embeddings (pass the same one to the index), so that deleted entities lose theirs too. ``embed_model``
+    (the index's): entities whose description changes after their first insert are re-embedded, in the
+    graph store when it has its own vector search, else in ``vector_store``; without it they keep the
+    embedding of their first insert.
     """
 
     llm: LLM
@@ -214,6 +225,8 @@ class PathRAGExtractor(TransformComponent):
         default=None, exclude=True, description="The index's store, to merge with what is already stored.")
     vector_store: BasePydanticVectorStore | None = Field(
         default=None, exclude=True, description="The index's vector store of entity embeddings, to clean on delete.")
+    embed_model: BaseEmbedding | None = Field(
+        default=None, exclude=True, description="The index's embed model, to re-embed entities whose text changes.")
     _hooked: bool = PrivateAttr(default=False)
 
     def __init__(
@@ -222,6 +235,7 @@ class PathRAGExtractor(TransformComponent):
         *,
         graph_store: PropertyGraphStore | None = None,
         vector_store: BasePydanticVectorStore | None = None,
+        embed_model: BaseEmbedding | None = None,
         config: ExtractionConfig | None = None,
         num_workers: int = 4,
         show_progress: bool = False,
@@ -231,7 +245,8 @@ class PathRAGExtractor(TransformComponent):
         if graph_store is not None and not isinstance(graph_store, PropertyGraphStore):
             raise TypeError(f"graph_store must be a llama_index PropertyGraphStore, got {type(graph_store).__name__}")
         super().__init__(llm=llm or Settings.llm, config=config or ExtractionConfig(), num_workers=num_workers,
-                         show_progress=show_progress, graph_store=graph_store, vector_store=vector_store)
+                         show_progress=show_progress, graph_store=graph_store, vector_store=vector_store,
+                         embed_model=embed_model)
         if graph_store is not None:
             self._hooked = _hook_deletes(graph_store, self)
 
@@ -387,13 +402,50 @@ class PathRAGExtractor(TransformComponent):
                     gone_relations.append(key)  # the direction changed: some stores would keep both
 
         if adapter is not None:
+            embeddings = await self._embed([  # the embedded text is the name and the description
+                e for e in updated if e.description != entity_from_node(stored_nodes[e.name]).description])
+            in_store = adapter.store.supports_vector_queries
             await adapter.adelete_relations(gone_relations)
             await adapter.adelete_entities(gone_entities)
-            await adapter.aupsert_entities(updated, properties=entity_props, keep_label=False)
+            await adapter.aupsert_entities(updated, properties=entity_props, keep_label=False,
+                                           embeddings=embeddings if in_store else None)
             await adapter.aupsert_relations(replaced, properties=relation_props)
-            if gone_entities and self.vector_store is not None:
-                await self.vector_store.adelete_nodes(node_ids=gone_entities)
+            if self.vector_store is not None and not in_store:
+                await self._drop_vectors([*gone_entities, *embeddings])
+                if embeddings:
+                    nodes = [n for n in await adapter.store.aget(ids=list(embeddings)) if isinstance(n, EntityNode)]
+                    await self._add_vectors(nodes, embeddings)
         return written
+
+    async def _embed(self, entities: list[Entity]) -> dict[str, list[float]]:
+        """New embeddings of ``entities``, embedded as LlamaIndex embeds the nodes this extractor emits."""
+        if self.embed_model is None or not entities:
+            return {}
+        texts = [str(entity_to_node(e)) for e in entities]
+        vectors = await self.embed_model.aget_text_embedding_batch(texts)
+        return {e.name: list(v) for e, v in zip(entities, vectors)}
+
+    async def _drop_vectors(self, names: list[str]) -> None:
+        assert self.vector_store is not None
+        if not names:
+            return
+        if self.vector_store.stores_text:  # nodes got their own ids: find them by the entity they hold
+            await self.vector_store.adelete_nodes(filters=MetadataFilters(filters=[
+                MetadataFilter(key=VECTOR_SOURCE_KEY, value=names, operator=FilterOperator.IN)]))
+        else:  # PropertyGraphIndex gives each vector its entity's id
+            await self.vector_store.adelete_nodes(node_ids=names)
+
+    async def _add_vectors(self, nodes: list[EntityNode], embeddings: Mapping[str, list[float]]) -> None:
+        """Entity vectors written as ``PropertyGraphIndex`` writes them (text, metadata, id)."""
+        assert self.vector_store is not None
+        rows = []
+        for node in nodes:
+            row = TextNode(text=str(entity_to_node(entity_from_node(node))),
+                           metadata={VECTOR_SOURCE_KEY: node.id, **node.properties}, embedding=embeddings[node.id])
+            if not self.vector_store.stores_text:
+                row.id_ = node.id
+            rows.append(row)
+        await self.vector_store.async_add(rows)
 
     async def adelete_sources(self, chunk_ids: Iterable[str]) -> None:
         """Drop the records of these chunks (LlamaIndex node ids) and re-merge, or delete, everything they

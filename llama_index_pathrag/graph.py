@@ -310,12 +310,17 @@ class PropertyGraphStoreAdapter:
     # -- writes ----------------------------------------------------------------------------------------
 
     def _nodes(self, entities: Sequence[Entity], stored: Sequence[LabelledNode],
-               properties: Mapping[str, Mapping[str, Any]] | None, keep_label: bool) -> list[LabelledNode]:
+               properties: Mapping[str, Mapping[str, Any]] | None, keep_label: bool,
+               embeddings: Mapping[str, Sequence[float]] | None = None) -> list[LabelledNode]:
         old = {node.id: node for node in stored if isinstance(node, EntityNode)}
         extra = properties or {}
-        return [entity_to_node(e, {**(old[e.name].properties if e.name in old else {}), **extra.get(e.name, {})},
-                               old[e.name].label if keep_label and e.name in old else None)
-                for e in entities]
+        nodes = [entity_to_node(e, {**(old[e.name].properties if e.name in old else {}), **extra.get(e.name, {})},
+                                old[e.name].label if keep_label and e.name in old else None)
+                 for e in entities]
+        for node in nodes:
+            if embeddings and node.id in embeddings:
+                node.embedding = list(embeddings[node.id])
+        return nodes
 
     def _relabelled(self, nodes: Sequence[LabelledNode], stored: Sequence[LabelledNode]) -> list[tuple[str, str]]:
         """Cypher stores add a node's new label but keep the old one: the (id, old label) pairs to remove."""
@@ -331,11 +336,13 @@ class PropertyGraphStoreAdapter:
     def upsert_entities(
         self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None,
         properties: Mapping[str, Mapping[str, Any]] | None = None, keep_label: bool = True,
+        embeddings: Mapping[str, Sequence[float]] | None = None,
     ) -> None:
         """Insert or update entities, keeping the other properties of stored nodes.
 
         ``properties``: more properties to set, by entity name. An untyped entity keeps the stored node's
-        label unless ``keep_label=False`` (then it gets the untyped label).
+        label unless ``keep_label=False`` (then it gets the untyped label). ``embeddings``: new embeddings
+        by entity name, for stores that keep them on the node (``supports_vector_queries``).
         """
         entities = list(entities)
         stored = self.store.get(ids=[e.name for e in entities]) if entities else []
@@ -343,7 +350,7 @@ class PropertyGraphStoreAdapter:
             entities = _merged(entities, _entities(stored), merge, lambda e: e.name)
         self._triplets.clear()
         if entities:
-            nodes = self._nodes(entities, stored, properties, keep_label)
+            nodes = self._nodes(entities, stored, properties, keep_label, embeddings)
             for label, ids in _grouped(self._relabelled(nodes, stored)).items():
                 self.store.structured_query(self._unlabel_query(label), param_map={"ids": ids})
             self.store.upsert_nodes(nodes)
@@ -351,6 +358,7 @@ class PropertyGraphStoreAdapter:
     async def aupsert_entities(
         self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None,
         properties: Mapping[str, Mapping[str, Any]] | None = None, keep_label: bool = True,
+        embeddings: Mapping[str, Sequence[float]] | None = None,
     ) -> None:
         entities = list(entities)
         stored = await self.store.aget(ids=[e.name for e in entities]) if entities else []
@@ -358,7 +366,7 @@ class PropertyGraphStoreAdapter:
             entities = _merged(entities, _entities(stored), merge, lambda e: e.name)
         self._triplets.clear()
         if entities:
-            nodes = self._nodes(entities, stored, properties, keep_label)
+            nodes = self._nodes(entities, stored, properties, keep_label, embeddings)
             for label, ids in _grouped(self._relabelled(nodes, stored)).items():
                 await self.store.astructured_query(self._unlabel_query(label), param_map={"ids": ids})
             await self.store.aupsert_nodes(nodes)

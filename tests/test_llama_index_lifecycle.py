@@ -9,14 +9,17 @@ old version. Checked on ``SimplePropertyGraphStore`` and on a real FalkorDB thro
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from llama_index.core import Document, PropertyGraphIndex
 from llama_index.core.graph_stores import SimplePropertyGraphStore
 from llama_index.core.graph_stores.types import ChunkNode, EntityNode
-from llama_index.core.node_parser import MarkdownNodeParser
+from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter
 from llama_index.core.vector_stores import SimpleVectorStore
 
 from llama_index_pathrag import RELATION_LABEL, HashingEmbedding, PathRAGExtractor, PathRAGRetriever
@@ -58,11 +61,15 @@ def markdown(doc_id: str, chunks: tuple[str, ...] | None = None) -> Document:
     return Document(text="\n\n".join(f"# part {i}\n{chunk}" for i, chunk in enumerate(chunks)), doc_id=doc_id)
 
 
-def build(store, llm, first: list[Document], *later: Document, vector_store=None, **options) -> PropertyGraphIndex:
-    """As the README builds it: the extractor gets the index's store. ``later`` documents are inserted one by one."""
+def build(store, llm, first: list[Document], *later: Document, vector_store=None, reembed: bool = False,
+          **options) -> PropertyGraphIndex:
+    """As the README builds it: the extractor gets the index's store. ``later`` documents are inserted one by one.
+    ``reembed``: the extractor also gets the embed model."""
+    embed_model = HashingEmbedding(64)
     index = PropertyGraphIndex.from_documents(
-        first, property_graph_store=store, llm=llm, embed_model=HashingEmbedding(64), vector_store=vector_store,
-        kg_extractors=[PathRAGExtractor(llm=llm, graph_store=store, vector_store=vector_store)],
+        first, property_graph_store=store, llm=llm, embed_model=embed_model, vector_store=vector_store,
+        kg_extractors=[PathRAGExtractor(llm=llm, graph_store=store, vector_store=vector_store,
+                                        embed_model=embed_model if reembed else None)],
         transformations=[MarkdownNodeParser()], **{"use_async": False, **options})
     for doc in later:
         index.insert(doc)
@@ -129,6 +136,25 @@ def test_delete_ref_doc_equals_never_inserting_it(deleted, from_docstore):
         assert left == []
     assert [d for d in chunk_documents(full.property_graph_store) if d != deleted] == chunk_documents(
         never.property_graph_store)
+
+
+@pytest.mark.parametrize("deleted", list(DOCS))
+def test_with_the_embed_model_entity_embeddings_follow_their_descriptions(deleted):
+    llm = ScriptedLlamaLLM(keywords=KEYWORDS)
+    kept = [d for d in DOCS if d != deleted]
+    vectors = SimpleVectorStore()
+    # all four in one insert: shared entities are first embedded with D's parts in their descriptions
+    full = build(SimplePropertyGraphStore(), llm, [markdown(d) for d in DOCS], vector_store=vectors, reembed=True)
+    full.delete_ref_doc(deleted, delete_from_docstore=True)
+    never = build(SimplePropertyGraphStore(), llm, [markdown(kept[0])], *(markdown(d) for d in kept[1:]),
+                  vector_store=SimpleVectorStore(), reembed=True)
+    assert snapshot(full.property_graph_store) == snapshot(never.property_graph_store)
+    assert paths(full, llm) == paths(never, llm)
+    embed = HashingEmbedding(64)
+    for node in full.property_graph_store.get():
+        if isinstance(node, EntityNode):
+            text = f"{node.id}\n{node.properties['description']}" if node.properties.get("description") else node.id
+            assert vectors.get(node.id) == embed.get_text_embedding(text)
 
 
 def test_what_the_deleted_document_supported_is_gone_and_what_it_shared_is_rebuilt():
@@ -239,6 +265,35 @@ def test_explicit_delete_sources_and_other_deletes_pass_through():
         PathRAGExtractor(llm=llm, graph_store={"not": "a store"})
 
 
+@pytest.fixture
+def quickstart(monkeypatch):
+    """examples/llama_index_quickstart.py as a module (its offline model replays the demo corpus)."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    path = Path(__file__).parent.parent / "examples" / "llama_index_quickstart.py"
+    spec = importlib.util.spec_from_file_location("llama_index_quickstart", path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # pydantic resolves the model's annotations there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_issue_reproduction_on_the_demo_corpus(quickstart):
+    """Issue 16: on the example's index, delete_ref_doc left all 37 entities and 104 relations."""
+    llm, embed_model = quickstart.models()
+    documents = quickstart.load_documents()
+    for deleted in documents:
+        index = quickstart.build_index(llm, embed_model)  # exactly the example's construction
+        store = index.property_graph_store
+        assert [len(part) for part in snapshot(store).values()] == [37, 104]
+        index.delete_ref_doc(deleted.doc_id, delete_from_docstore=True)
+        never = PropertyGraphIndex.from_documents(
+            [d for d in documents if d is not deleted], property_graph_store=(other := SimplePropertyGraphStore()),
+            llm=llm, embed_model=embed_model, kg_extractors=[PathRAGExtractor(llm=llm, graph_store=other)],
+            transformations=[SentenceSplitter(chunk_size=2048)], use_async=False)
+        assert snapshot(store) == snapshot(other), deleted.doc_id
+        assert len(snapshot(store)["relations"]) < 104
+
+
 # -- a real FalkorDB through LlamaIndex's FalkorDBPropertyGraphStore ---------------------------------------
 
 
@@ -285,6 +340,17 @@ def test_delete_ref_doc_on_falkordb_equals_never_inserting_it(falkordb_stores, d
     if deleted == "D":
         assert "LANTERN" not in got["entities"] and got["entities"]["MARA"][0] == "person"
         assert paths(full, llm) == paths(never, llm) and paths(full, llm)[0][0][1] > 0
+
+
+@pytest.mark.parametrize("deleted", ["A", "C"])
+def test_falkordb_with_the_embed_model_one_batch_then_delete(falkordb_stores, deleted):
+    llm = ScriptedLlamaLLM(keywords=KEYWORDS)
+    kept = [d for d in DOCS if d != deleted]
+    full = build(falkordb_stores(**EXACT), llm, [markdown(d) for d in DOCS], reembed=True)
+    full.delete_ref_doc(deleted, delete_from_docstore=True)
+    never = build(falkordb_stores(**EXACT), llm, [markdown(d) for d in kept], reembed=True)
+    assert snapshot(full.property_graph_store) == snapshot(never.property_graph_store)
+    assert paths(full, llm) == paths(never, llm)
     assert [d for d in chunk_documents(full.property_graph_store) if d != deleted] == sorted(
         d for d in kept for _ in DOCS[d])
     # no chunk node was recreated (FalkorDB links an entity to its triplet_source_id chunk with MENTIONS)
