@@ -214,7 +214,7 @@ def test_re_inserting_an_edited_document_replaces_its_old_version(how):
     if how == "insert":
         index.insert(edited)
     elif how == "update_ref_doc":
-        index.update_ref_doc(edited, delete_from_docstore=True)
+        index.update_ref_doc(edited)
     else:
         assert index.refresh_ref_docs([markdown(d) for d in "ABC"] + [edited]) == [False, False, False, True]
     fresh = build(SimplePropertyGraphStore(), llm, [markdown("A")], *(markdown(d) for d in "BC"), edited)
@@ -365,7 +365,7 @@ def test_re_inserting_an_edited_document_on_falkordb(falkordb_stores):
     llm = ScriptedLlamaLLM(keywords=KEYWORDS)
     index = build(falkordb_stores(**EXACT), llm, [markdown("A")], *(markdown(d) for d in "BCD"))
     edited = markdown("D", EDITED_D)
-    index.update_ref_doc(edited, delete_from_docstore=True)
+    index.update_ref_doc(edited)
     fresh = build(falkordb_stores(**EXACT), llm, [markdown("A")], *(markdown(d) for d in "BC"), edited)
     assert snapshot(index.property_graph_store) == snapshot(fresh.property_graph_store)
     assert paths(index, llm) == paths(fresh, llm)
