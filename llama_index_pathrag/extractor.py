@@ -47,7 +47,7 @@ from typing import Any
 
 from llama_index.core.async_utils import run_jobs
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import Field
 from llama_index.core.graph_stores import SimplePropertyGraphStore
 from llama_index.core.graph_stores.types import (
     KG_NODES_KEY,
@@ -129,26 +129,35 @@ def _parse(raw: Any, what: str) -> list[dict[str, Any]] | None:
     return rows if isinstance(rows, list) else None
 
 
+def _rows_to_sources(rows: list[dict[str, Any]] | None, make: Callable[[dict[str, Any], str], Any],
+                     what: str) -> list[_Source] | None:
+    """Sources from stored rows; ``None`` (treat the item as one record) when they do not read."""
+    if rows is None:
+        return None
+    try:
+        return [_Source(str(row["chunk"]), row.get("doc"), [make(record, str(row["chunk"])) for record in row["records"]],
+                        endpoint=bool(row.get("endpoint"))) for row in rows]
+    except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        logger.warning("%s: unreadable %s property (%s), treated as one record", what, SOURCES_KEY, exc)
+        return None
+
+
 def _entity_sources(node: LabelledNode) -> list[_Source]:
-    rows = _parse(node.properties.get(SOURCES_KEY), node.id)
-    if rows is None:  # stored without provenance: the whole item is one record
+    sources = _rows_to_sources(_parse(node.properties.get(SOURCES_KEY), node.id), lambda record, chunk: Entity(
+        name=node.id, source_ids=[chunk] if chunk else [], **record), node.id)
+    if sources is None:  # stored without provenance: the whole item is one record
         return [_Source("", None, [entity_from_node(node)], legacy=True)]
-    return [_Source(row["chunk"], row.get("doc"), [
-        Entity(name=node.id, source_ids=[row["chunk"]] if row["chunk"] else [], **record)
-        for record in row["records"]], endpoint=bool(row.get("endpoint"))) for row in rows]
+    return sources
 
 
 def _relation_sources(relations: Sequence[StoreRelation]) -> list[_Source]:
-    sources: list[_Source] = []
+    out: list[_Source] = []
     for relation in relations:  # normally one; a store holding both directions gives two
-        rows = _parse(relation.properties.get(SOURCES_KEY), f"{relation.source_id} -> {relation.target_id}")
-        if rows is None:
-            sources.append(_Source("", None, [relation_from_store(relation)], legacy=True))
-            continue
-        sources += [_Source(row["chunk"], row.get("doc"), [
-            Relation(source_ids=[row["chunk"]] if row["chunk"] else [], **record) for record in row["records"]])
-            for row in rows]
-    return sources
+        what = f"{relation.source_id} -> {relation.target_id}"
+        sources = _rows_to_sources(_parse(relation.properties.get(SOURCES_KEY), what), lambda record, chunk: Relation(
+            source_ids=[chunk] if chunk else [], **record), what)
+        out += sources if sources is not None else [_Source("", None, [relation_from_store(relation)], legacy=True)]
+    return out
 
 
 def _without_repeats(sources: Sequence[_Source]) -> list[Any]:
@@ -227,7 +236,6 @@ class PathRAGExtractor(TransformComponent):
         default=None, exclude=True, description="The index's vector store of entity embeddings, to clean on delete.")
     embed_model: BaseEmbedding | None = Field(
         default=None, exclude=True, description="The index's embed model, to re-embed entities whose text changes.")
-    _hooked: bool = PrivateAttr(default=False)
 
     def __init__(
         self,
@@ -248,7 +256,11 @@ class PathRAGExtractor(TransformComponent):
                          show_progress=show_progress, graph_store=graph_store, vector_store=vector_store,
                          embed_model=embed_model)
         if graph_store is not None:
-            self._hooked = _hook_deletes(graph_store, self)
+            if PropertyGraphStoreAdapter(graph_store).deletes_relations:
+                _hook_deletes(graph_store, self)
+            else:
+                logger.warning("%s cannot delete single relations: index.delete_ref_doc will not remove what "
+                               "PathRAGExtractor extracted from that document", type(graph_store).__name__)
 
     @classmethod
     def class_name(cls) -> str:
@@ -401,6 +413,11 @@ class PathRAGExtractor(TransformComponent):
                 if len(stored) > 1 or (stored[0].source_id, stored[0].target_id) != merged_relation.pair:
                     gone_relations.append(key)  # the direction changed: some stores would keep both
 
+        if adapter is not None and gone_relations and not adapter.deletes_relations:
+            # inserts keep working on such stores; only replaced knowledge cannot be fully removed
+            logger.warning("%s cannot delete single relations: %d relation(s) no longer supported are kept",
+                           type(adapter.store).__name__, len(gone_relations))
+            gone_relations = []
         if adapter is not None:
             embeddings = await self._embed([  # the embedded text is the name and the description
                 e for e in updated if e.description != entity_from_node(stored_nodes[e.name]).description])

@@ -461,8 +461,13 @@ class PropertyGraphStoreAdapter:
         return (f"UNWIND $pairs AS p MATCH (a:`__Entity__` {{id: p[0]}})-[r:`{label}`]-(b:`__Entity__` {{id: p[1]}}) "
                 "DELETE r")
 
+    @property
+    def deletes_relations(self) -> bool:
+        """Whether :meth:`delete_relations` works on this store (the in-memory store and Cypher stores)."""
+        return isinstance(self.store, SimplePropertyGraphStore) or self._is_cypher()
+
     def _check_relation_delete(self) -> None:
-        if not isinstance(self.store, SimplePropertyGraphStore) and not self._is_cypher():
+        if not self.deletes_relations:
             raise NotImplementedError(
                 f"cannot delete single relations from {type(self.store).__name__}: PropertyGraphStore.delete only "
                 "deletes all relations of a label; supported are SimplePropertyGraphStore and LlamaIndex's "

@@ -294,6 +294,21 @@ def test_the_issue_reproduction_on_the_demo_corpus(quickstart):
         assert len(snapshot(store)["relations"]) < 104
 
 
+def test_what_was_stored_without_provenance_stays(caplog):
+    """Entities written before (or by other extractors) count as one record that no delete removes."""
+    llm = ScriptedLlamaLLM()
+    store = SimplePropertyGraphStore()
+    store.upsert_nodes([EntityNode(name="MARA", label="person", properties={"description": "Old text."}),
+                        EntityNode(name="GULL", label="object", properties={"description": "Kept.",
+                                                                              SOURCES_KEY: "not json"})])
+    index = build(store, llm, [markdown("A")])
+    graph = snapshot(store)["entities"]
+    assert graph["MARA"] == ("person", "Old text. Harbour pilot.") and graph["GULL"] == ("object", "Kept. A small boat.")
+    assert "unreadable pathrag_sources" in caplog.text
+    index.delete_ref_doc("A", delete_from_docstore=True)
+    assert snapshot(store)["entities"] == {"MARA": ("person", "Old text."), "GULL": ("object", "Kept.")}
+
+
 # -- a real FalkorDB through LlamaIndex's FalkorDBPropertyGraphStore ---------------------------------------
 
 
