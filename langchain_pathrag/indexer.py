@@ -249,12 +249,13 @@ class PathRAGIndexer:
         if isinstance(documents, Document):
             documents = [documents]
         documents = list(documents)
+        for doc in documents:
+            if not isinstance(doc, Document):
+                raise TypeError(f"expected LangChain Documents, got {type(doc).__name__}")
         if ids is not None:
             documents = [doc.model_copy(update={"id": doc_id}) for doc, doc_id in _with_ids(documents, ids)]
         out = []
         for doc in documents:
-            if not isinstance(doc, Document):
-                raise TypeError(f"expected LangChain Documents, got {type(doc).__name__}")
             out.append(pathrag.Document(
                 id=document_id(doc), chunks=tuple(self.text_splitter.split_text(doc.page_content)),
                 # loaders may put dates and the like in metadata: the index keeps it as JSON

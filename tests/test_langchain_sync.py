@@ -76,6 +76,8 @@ def test_add_texts_bad_input_is_a_clear_error():
         indexer.add_texts(["a"], ids=[""])
     with pytest.raises(ValueError, match="got 1 ids for 2 documents"):
         indexer.add_documents([HARBOUR, WALL], ids=["x"])
+    with pytest.raises(TypeError, match="expected LangChain Documents, got str"):
+        indexer.add_documents(["text"], ids=["x"])
     assert indexer.index.documents == {}
 
 
