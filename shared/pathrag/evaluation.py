@@ -248,7 +248,10 @@ def read_questions(path: str | Path) -> list[Question]:
 def index_passages(index: PathRAGIndex) -> list[str]:
     """The text of every live chunk of ``index``, by document id, then position (imported records have none)."""
     ids = [cid for doc_id in sorted(index.documents) for cid in index.documents[doc_id].get("chunks", ())]
-    texts = {cid: (index.chunks.get(cid) or {}).get("text") or "" for cid in ids}
+    if callable(getattr(index, "chunk_texts", None)):  # reads only the texts, not the extraction records
+        texts = index.chunk_texts(ids)
+    else:
+        texts = {cid: (index.chunks.get(cid) or {}).get("text") or "" for cid in ids}
     return list(dict.fromkeys(t.strip() for cid in ids if (t := texts.get(cid)) and t.strip()))
 
 
