@@ -264,8 +264,8 @@ async def test_persistence_round_trip(tmp_path):
     assert snapshot(reopened) == snapshot(index)
     assert reopened.entity_index.query("MARA pilot", 2) == index.entity_index.query("MARA pilot", 2)
     assert find_key_paths(reopened.graph, ["GULL", "TIDE BOARD"]) == find_key_paths(index.graph, ["GULL", "TIDE BOARD"])
-    # one file (plus SQLite's write-ahead log while the store is open)
-    assert set(os.listdir(tmp_path)) - {"pathrag.sqlite-wal", "pathrag.sqlite-shm"} == {"pathrag.sqlite"}
+    # one file (plus SQLite's write-ahead log while the store is open, and the writers' lock file)
+    assert set(os.listdir(tmp_path)) - {"pathrag.sqlite-wal", "pathrag.sqlite-shm", "pathrag.lock"} == {"pathrag.sqlite"}
 
 
 async def test_save_to_another_directory_makes_a_complete_copy(tmp_path):

@@ -69,7 +69,7 @@ def test_a_json_store_is_migrated_once_and_loses_nothing(legacy: Path, caplog: p
     assert isinstance(index.graph, SQLiteGraphStore) and isinstance(index.entity_index, SQLiteVectorIndex)
     assert contents(index) == {k: v for k, v in EXPECTED.items() if k != "paths"}
     assert paths(index) == EXPECTED["paths"]
-    assert sorted(p.name for p in legacy.iterdir() if not p.name.startswith(STORE_FILE)) == ["json-store-backup"]
+    assert sorted(p.name for p in legacy.iterdir() if not p.name.startswith("pathrag.")) == ["json-store-backup"]
     assert (legacy / "json-store-backup" / "graph.json").exists()  # kept, not deleted
     assert read_store_info(legacy)["embedder"] == "hashing-256"  # carried over from cli.json
     index.close()

@@ -36,7 +36,7 @@ import os
 import shutil
 import sqlite3
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -58,6 +58,7 @@ from .store import (
     SQLiteStore,
     SQLiteVectorIndex,
     StoreError,
+    WriterLock,
     dumps,
     migrate_json_store,
     write_snapshot,
@@ -164,6 +165,8 @@ class IndexConfig:
     directed_relations: bool = False
     show_progress: bool = False
     token_counter: TokenCounter | None = None
+    lock_timeout: float = 0.0
+    """Seconds a write waits for another process's write to the same directory to finish (0: fail at once)."""
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1 or self.max_attempts < 1:
@@ -192,6 +195,8 @@ class InsertSummary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     failures: list[ChunkFailure] = field(default_factory=list)
+    removed: int = 0
+    """Known documents given again with no text: removed, as :meth:`PathRAGIndex.delete` would."""
 
     @property
     def tokens(self) -> int:
@@ -275,7 +280,11 @@ class PathRAGIndex:
         # Loaded on first use from the store (a retrieval never needs them).
         self._documents: dict[str, dict[str, Any]] | None = None if store is not None else {}
         self._chunks: dict[str, dict[str, Any]] | None = None if store is not None else {}
+        # entity name -> ids of the chunks whose records mention it: a rebuild reads only those
+        self._mentions: dict[str, set[str]] = {}
         self._dirty_documents: set[str] = set()
+        self._seen_commit = -1  # the store's commit counter when the tables above were loaded or written
+        self._writer_lock = WriterLock(self.directory) if store is not None else None  # type: ignore[arg-type]
         self.summaries = _Table(store, "summaries", "text")  # apart from the optional cache: deletes must not pay
         self._cache = _Table(store, "llm_cache", "answer")
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
@@ -299,6 +308,7 @@ class PathRAGIndex:
                 if doc_id in docs:
                     docs[doc_id]["chunks"].append(cid)
             self._documents = docs
+            self._seen_commit = self._store.commit_count()
         return self._documents
 
     @property
@@ -315,8 +325,24 @@ class PathRAGIndex:
                 for position, cid in enumerate(doc["chunks"]):
                     if cid in chunks:
                         chunks[cid]["refs"][doc_id] = position
+            self._mentions = {}
+            for cid, chunk in chunks.items():
+                self._note_mentions(chunk)
             self._chunks = chunks
         return self._chunks
+
+    def _note_mentions(self, chunk: dict[str, Any], *, forget: bool = False) -> None:
+        names = {e["name"] for e in chunk["entities"]}
+        names.update(n for r in chunk["relations"] for n in (r["source"], r["target"]))
+        for name in names:
+            if forget:
+                held = self._mentions.get(name)
+                if held is not None:
+                    held.discard(chunk["id"])
+                    if not held:
+                        del self._mentions[name]
+            else:
+                self._mentions.setdefault(name, set()).add(chunk["id"])
 
     def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
         """The text of each live chunk among ``ids`` (unknown, released and record-only chunks are left out)."""
@@ -341,8 +367,10 @@ class PathRAGIndex:
             with self._store.transaction():
                 yield
                 self._write_documents()
+                self._seen_commit = self._store.count_commit()
         except BaseException:
             self._documents = self._chunks = None  # they may hold the rolled-back changes
+            self._mentions = {}
             for table in (self._cache, self.summaries):  # paid-for answers are kept all the same
                 table.flush_pending()
             raise
@@ -359,6 +387,23 @@ class PathRAGIndex:
             self._lock = (loop, asyncio.Lock())
         return self._lock[1]
 
+    @contextlib.asynccontextmanager
+    async def _writing(self) -> AsyncIterator[None]:
+        """One write at a time: per event loop (the operation lock) and, for a directory, across processes
+        (the store's writer lock). Another process's commits since ours are picked up first."""
+        async with self._operation_lock():
+            if self._store is None:
+                yield
+                return
+            await self._writer_lock.aacquire(self.config.lock_timeout)
+            try:
+                if self._documents is not None and self._store.commit_count() != self._seen_commit:
+                    self._documents = self._chunks = None  # written by someone else meanwhile: reload
+                    self._mentions = {}
+                yield
+            finally:
+                self._writer_lock.release()
+
     @property
     def entity_index(self) -> VectorIndex:
         return self.vector_indexes["entities"]
@@ -373,7 +418,7 @@ class PathRAGIndex:
 
     async def ainsert(self, documents: Iterable[Document | str]) -> InsertSummary:
         """Index new or changed documents; unchanged ones cost nothing. See the module docstring."""
-        async with self._operation_lock():
+        async with self._writing():
             return await self._insert(_as_documents(documents))
 
     def insert(self, documents: Iterable[Document | str]) -> InsertSummary:
@@ -385,7 +430,7 @@ class PathRAGIndex:
         (except to summarise a merged description never summarised before)."""
         if isinstance(document_ids, str):
             document_ids = [document_ids]
-        async with self._operation_lock():
+        async with self._writing():
             return await self._delete(list(document_ids))
 
     def delete(self, document_ids: Iterable[str]) -> DeleteSummary:
@@ -402,7 +447,7 @@ class PathRAGIndex:
         """
         if not isinstance(document_id, str) or not document_id.strip():
             raise ValueError("document_id must be a non-empty string")
-        async with self._operation_lock():
+        async with self._writing():
             entity_rows = [e.model_dump(mode="json") for e in entities]
             relation_rows = [r.model_dump(mode="json") for r in relations]
             content = _digest(document_id, json.dumps([entity_rows, relation_rows], sort_keys=True))
@@ -432,13 +477,19 @@ class PathRAGIndex:
 
         The index's LLM extracts the query keywords unless ``keyword_llm=False``.
         """
-        return retrieve(query, graph=self.graph, entity_index=self.entity_index,
-                        llm=self.llm if keyword_llm else None, **params)
+        with self._read_snapshot():
+            return retrieve(query, graph=self.graph, entity_index=self.entity_index,
+                            llm=self.llm if keyword_llm else None, **params)
 
     async def aretrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
         """Async twin of :meth:`retrieve`."""
-        return await aretrieve(query, graph=self.graph, entity_index=self.entity_index,
-                               llm=self.llm if keyword_llm else None, **params)
+        with self._read_snapshot():
+            return await aretrieve(query, graph=self.graph, entity_index=self.entity_index,
+                                   llm=self.llm if keyword_llm else None, **params)
+
+    def _read_snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """One committed state for a whole retrieval, while writes go on (a no-op without a store)."""
+        return self._store.snapshot() if self._store is not None else contextlib.nullcontext()
 
     def save(self, directory: str | os.PathLike[str] | None = None) -> None:
         """Write a complete copy to ``directory`` atomically (default: the index's own directory).
@@ -482,10 +533,16 @@ class PathRAGIndex:
         summary = InsertSummary()
         run = _Run(self.config.max_concurrency)
         todo: dict[str, tuple[Document, str, dict[str, str]]] = {}  # id -> (doc, content hash, chunk id -> text)
+        given: dict[str, str] = {}
         for doc in documents:
             content = doc.content_hash()
             doc_id = doc.id or f"doc-{content}"
+            if given.setdefault(doc_id, content) != content:
+                raise ValueError(f"document id {doc_id!r} appears twice in one insert with different texts: "
+                                 "pass one version per id")
             known = self.documents.get(doc_id)
+            if not doc.chunk_texts() and known is None:
+                continue  # an empty document nobody knows: nothing to do
             if doc_id in todo or (known and known["hash"] == content and not known["failed"]):
                 summary.unchanged += 1
                 continue
@@ -515,6 +572,10 @@ class PathRAGIndex:
                             newly_live.append(cid)
                         self.chunks[cid]["refs"][doc_id] = position
                         touched_chunks.append(cid)
+                if not chunk_ids:  # the document was emptied: it goes, as with delete()
+                    self._set_document(doc_id, None)
+                    summary.removed += 1
+                    continue
                 self._set_document(doc_id, {"hash": content, "chunks": chunk_ids, "metadata": doc.metadata,
                                             "failed": sorted(c for c in chunk_ids if c in failed)})
                 summary.documents += 1
@@ -603,8 +664,12 @@ class PathRAGIndex:
         if self._store is not None:
             self._store.execute("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)",
                                 (cid, text, dumps({"entities": entities, "relations": relations})))
-        self.chunks[cid] = {**record, "refs": {}}
-        return self.chunks[cid]
+        chunks = self.chunks
+        if cid in chunks:
+            self._note_mentions(chunks[cid], forget=True)
+        chunks[cid] = {**record, "refs": {}}
+        self._note_mentions(chunks[cid])
+        return chunks[cid]
 
     def _set_document(self, doc_id: str, doc: dict[str, Any] | None) -> dict[str, Any] | None:
         """Replace (or with ``None`` remove) a document row; returns the previous one."""
@@ -647,11 +712,14 @@ class PathRAGIndex:
 
     # -- rebuilding the graph from chunk records ---------------------------------------------------
 
-    def _ordered_live_chunks(self) -> list[dict[str, Any]]:
-        """Live chunks in a stable order: by document (sorted id), then position in it."""
-        order = {cid: (doc_id, position) for cid, chunk in self.chunks.items() if chunk["refs"]
+    def _ordered_live_chunks(self, names: Iterable[str]) -> list[dict[str, Any]]:
+        """The live chunks mentioning any of ``names``, in a stable order: by document (sorted id), then
+        position in it. Only those chunks are read, so a write costs the same whatever the store's size."""
+        chunks = self.chunks
+        candidates = set().union(*(self._mentions.get(n, ()) for n in names))
+        order = {cid: (doc_id, position) for cid in candidates if (chunk := chunks.get(cid)) and chunk["refs"]
                  for doc_id, position in [min(chunk["refs"].items())]}
-        return [self.chunks[cid] for cid in sorted(order, key=order.__getitem__)]
+        return [chunks[cid] for cid in sorted(order, key=order.__getitem__)]
 
     async def _rebuild(self, chunk_ids: Sequence[str], run: _Run) -> _Rebuilt:
         """Recompute every entity and relation mentioned by ``chunk_ids`` from the live chunks."""
@@ -672,7 +740,7 @@ class PathRAGIndex:
         entity_records: dict[str, list[Entity]] = {name: [] for name in touched_entities}
         endpoint_chunks: dict[str, list[str]] = {name: [] for name in touched_entities}
         relation_records: dict[tuple[str, str], list[Relation]] = {key: [] for key in touched_relations}
-        for chunk in self._ordered_live_chunks():
+        for chunk in self._ordered_live_chunks(touched_entities):
             for e in chunk["entities"]:
                 if e["name"] in entity_records:
                     entity_records[e["name"]].append(Entity.model_validate(e))
@@ -734,7 +802,9 @@ class PathRAGIndex:
         await self.chunk_index.aupsert([
             VectorItem(cid, self.chunks[cid]["text"], {"chunk_id": cid}) for cid in dict.fromkeys(added)])
         for cid in gone:
-            self.chunks.pop(cid, None)
+            chunk = self.chunks.pop(cid, None)
+            if chunk is not None:
+                self._note_mentions(chunk, forget=True)
         if self._store is not None and gone:
             self._store.execute("DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?))", (dumps(gone),))
 
@@ -882,7 +952,7 @@ def _as_documents(documents: Iterable[Document | str]) -> list[Document]:
             json.dumps(doc.metadata)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"document metadata must be JSON-serialisable: {exc}") from exc
-        if doc.chunk_texts():
+        if doc.chunk_texts() or doc.id is not None:  # an emptied document with an id removes it
             out.append(doc)
     return out
 

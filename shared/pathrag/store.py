@@ -35,12 +35,18 @@ import shutil
 import signal
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
 
 from .graph import Neighborhood
 from .models import Entity, Relation
@@ -56,6 +62,8 @@ __all__ = [
     "SQLiteStore",
     "SQLiteVectorIndex",
     "StoreError",
+    "StoreLocked",
+    "WriterLock",
     "crash_after_write",
     "read_store_info",
     "write_store_info",
@@ -64,6 +72,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 STORE_FILE = "pathrag.sqlite"
+LOCK_FILE = "pathrag.lock"
 FORMAT = "pathrag-store"
 FORMAT_VERSION = 1
 LEGACY_FILES = ("documents.json", "graph.json", "chunks.jsonl", "llm_cache.jsonl", "entities.vectors.json",
@@ -128,9 +137,10 @@ class SQLiteStore:
             except OSError as exc:
                 raise StoreError(f"cannot create the store directory {self.directory}: {exc}") from exc
         self._writer: sqlite3.Connection | None = None
-        self._reader: sqlite3.Connection | None = None
+        self._readers: list[sqlite3.Connection] = []  # one per thread (see _r)
+        self._local = threading.local()
         self._wlock = threading.RLock()
-        self._rlock = threading.Lock()
+        self._rlock = threading.Lock()  # guards the list of readers only
         self._depth = 0
         try:
             found = dict(self._w().execute("SELECT key, value FROM meta").fetchall())
@@ -152,10 +162,31 @@ class SQLiteStore:
         return self._writer
 
     def _r(self) -> sqlite3.Connection:
-        if self._reader is None:
-            self._reader = self._connect()
-            self._reader.execute("PRAGMA query_only = ON")
-        return self._reader
+        """This thread's reader connection: threads read in parallel, each in its own snapshot."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None or getattr(self._local, "store_generation", None) is not self._readers:
+            conn = self._connect()
+            conn.execute("PRAGMA query_only = ON")
+            with self._rlock:
+                self._readers.append(conn)
+            self._local.conn, self._local.store_generation, self._local.depth = conn, self._readers, 0
+        return conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read of this thread inside sees one committed state (a read transaction), so that a
+        retrieval running while a commit lands answers wholly from the state before it or after it."""
+        conn = self._r()
+        if self._local.depth == 0:
+            conn.execute("BEGIN")
+            conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # the snapshot starts at the first read
+        self._local.depth += 1
+        try:
+            yield
+        finally:
+            self._local.depth -= 1
+            if self._local.depth == 0 and conn.in_transaction:
+                conn.execute("COMMIT")
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
@@ -216,9 +247,8 @@ class SQLiteStore:
     # -- reading -----------------------------------------------------------------------------------
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """A read of the last committed state."""
-        with self._rlock:
-            return self._r().execute(sql, params).fetchall()
+        """A read of the last committed state (or of this thread's open :meth:`snapshot`)."""
+        return self._r().execute(sql, params).fetchall()
 
     def iread(self, sql: str, params: Sequence[Any] = (), batch: int = 2000) -> Iterator[tuple[Any, ...]]:
         """Rows of a committed-state query, streamed in batches (one read transaction throughout)."""
@@ -231,10 +261,15 @@ class SQLiteStore:
         finally:
             conn.close()
 
-    def data_version(self) -> int:
-        """Changes whenever any connection (this process's writer or another process) commits."""
-        with self._rlock:
-            return int(self._r().execute("PRAGMA data_version").fetchone()[0])
+    def counter(self, key: str) -> int:
+        """A change counter kept in ``meta``, as this thread's reader sees it."""
+        rows = self.read("SELECT value FROM meta WHERE key = ?", (key,))
+        return int(rows[0][0]) if rows else 0
+
+    def bump(self, key: str) -> None:
+        """Count a change (a write step of the open transaction, or its own)."""
+        self.execute("INSERT INTO meta VALUES (?, '1') ON CONFLICT (key) "
+                     "DO UPDATE SET value = CAST(value AS INTEGER) + 1", (key,))
 
     # -- meta --------------------------------------------------------------------------------------
 
@@ -261,12 +296,16 @@ class SQLiteStore:
         if problems:
             raise StoreError(f"the store {self.directory} cannot be written ({problems[0]} is read-only): "
                              "fix its permissions or use another directory")
-        try:
-            with self.transaction():
-                self.execute("INSERT OR REPLACE INTO meta VALUES ('writable', '1')")
-        except sqlite3.OperationalError as exc:
-            raise StoreError(f"the store {self.directory} cannot be written ({exc}): fix its permissions or "
-                             "use another directory") from exc
+
+    def commit_count(self) -> int:
+        """How many commits the store has seen (any process): tells a writer its loaded tables are stale."""
+        rows = self.wread("SELECT value FROM meta WHERE key = 'commits'")
+        return int(rows[0][0]) if rows else 0
+
+    def count_commit(self) -> int:
+        """Inside a commit: count it, and return the new count."""
+        self.bump("commits")
+        return self.commit_count()
 
     # -- whole-store copies ------------------------------------------------------------------------
 
@@ -278,8 +317,7 @@ class SQLiteStore:
         tmp.unlink(missing_ok=True)
         dest = sqlite3.connect(tmp)
         try:
-            with self._rlock:
-                self._r().backup(dest)
+            self._r().backup(dest)
         finally:
             dest.close()
         for suffix in ("-wal", "-shm"):
@@ -289,13 +327,99 @@ class SQLiteStore:
     def close(self) -> None:
         """Close both connections (using the store again reopens them)."""
         with self._wlock, self._rlock:
-            for conn in (self._reader, self._writer):
+            for conn in [*self._readers, self._writer]:
                 if conn is not None:
                     conn.close()
-            self._reader = self._writer = None
+            self._writer = None
+            self._readers = []  # threads notice the new list and open a fresh reader
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
+
+
+class StoreLocked(StoreError):
+    """Another process is writing to the same store directory."""
+
+
+class WriterLock:
+    """One writer per store directory across processes: an advisory ``flock`` on ``pathrag.lock``.
+
+    The file holds the writer's pid, for the error message. The operating system drops the lock when its
+    holder dies, even by ``kill -9``, so a crash never leaves a store locked (the stale pid in the file
+    is just overwritten by the next writer). Readers take no lock. Where ``fcntl`` does not exist
+    (Windows), there is no cross-process lock: SQLite still serialises the commits themselves.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.path = Path(directory) / LOCK_FILE
+        self._fd: int | None = None
+        self._threads = threading.Lock()  # flock is per open file: threads of one process queue here
+
+    def _try(self) -> bool:
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StoreError(f"the store {self.path.parent} cannot be written ({exc.strerror}: {self.path}): "
+                             "fix its permissions or use another directory") from exc
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                return False
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+        return True
+
+    def holder(self) -> str:
+        try:
+            return self.path.read_text().strip() or "?"
+        except OSError:
+            return "?"
+
+    def _locked_error(self, timeout: float) -> StoreLocked:
+        waited = f" (waited {timeout:g} s)" if timeout > 0 else ""
+        return StoreLocked(f"the store {self.path.parent} is being written by process {self.holder()}{waited}: "
+                           "wait for it to finish, or let writes wait with IndexConfig(lock_timeout=SECONDS)")
+
+    def acquire(self, timeout: float = 0.0) -> None:
+        """Take the lock, polling up to ``timeout`` seconds; :class:`StoreLocked` names the holder's pid."""
+        deadline = time.monotonic() + timeout
+        if not self._threads.acquire(timeout=max(timeout, 0.0) if timeout > 0 else -1):
+            raise self._locked_error(timeout)
+        try:
+            while not self._try():
+                if time.monotonic() >= deadline:
+                    raise self._locked_error(timeout)
+                time.sleep(0.05)
+        except BaseException:
+            self._threads.release()
+            raise
+
+    async def aacquire(self, timeout: float = 0.0) -> None:
+        """:meth:`acquire` without blocking the event loop while it waits."""
+        import asyncio
+
+        deadline = time.monotonic() + timeout
+        while not self._threads.acquire(blocking=False):
+            if time.monotonic() >= deadline and timeout > 0:
+                raise self._locked_error(timeout)
+            await asyncio.sleep(0.01)
+        try:
+            while not self._try():
+                if time.monotonic() >= deadline:
+                    raise self._locked_error(timeout)
+                await asyncio.sleep(0.05)
+        except BaseException:
+            self._threads.release()
+            raise
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)  # closing drops the flock; the pid stays in the file, harmlessly
+            self._threads.release()
 
 
 def dumps(value: Any) -> str:
@@ -603,6 +727,7 @@ class SQLiteVectorIndex:
         self.space = space
         self.embedder = embedder
         self._cache: tuple[int, list[str], np.ndarray, list[str]] | None = None
+        self._counter = f"vector_writes:{space}"
 
     def __len__(self) -> int:
         return int(self.store.read("SELECT COUNT(*) FROM vectors WHERE space = ?", (self.space,))[0][0])
@@ -634,10 +759,12 @@ class SQLiteVectorIndex:
         if not items:
             return
         blobs = [_unit(np.asarray(v, dtype="<f4")).astype("<f4").tobytes() for v in vectors]
-        self.store.check_dimension(len(vectors[0]), {len(b) // 4 for b in blobs})
-        self.store.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)",
-                               [(self.space, item.id, item.text, dumps(dict(item.metadata)), blob)
-                                for item, blob in zip(items, blobs)])
+        with self.store.transaction():
+            self.store.check_dimension(len(vectors[0]), {len(b) // 4 for b in blobs})
+            self.store.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)",
+                                   [(self.space, item.id, item.text, dumps(dict(item.metadata)), blob)
+                                    for item, blob in zip(items, blobs)])
+            self.store.bump(self._counter)  # readers' cached matrices are now stale
 
     def upsert(self, items: Sequence[VectorItem]) -> None:
         changed = self._changed(items)
@@ -656,13 +783,19 @@ class SQLiteVectorIndex:
     def delete(self, ids: Iterable[str]) -> None:
         ids = dumps(list(ids))
         if ids != "[]":
-            self.store.execute(f"DELETE FROM vectors WHERE space = ? AND id IN {_IN}", (self.space, ids))
+            with self.store.transaction():
+                self.store.execute(f"DELETE FROM vectors WHERE space = ? AND id IN {_IN}", (self.space, ids))
+                self.store.bump(self._counter)
 
     async def adelete(self, ids: Iterable[str]) -> None:
         self.delete(ids)
 
     def _matrix(self) -> tuple[list[str], np.ndarray, list[str]]:
-        version = self.store.data_version()
+        with self.store.snapshot():  # the counter and the rows from one committed state
+            return self._load_matrix()
+
+    def _load_matrix(self) -> tuple[list[str], np.ndarray, list[str]]:
+        version = self.store.counter(self._counter)
         if self._cache is None or self._cache[0] != version:
             ids: list[str] = []
             metadata: list[str] = []
