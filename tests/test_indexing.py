@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pathrag import Document, Entity, HashingEmbedder, IndexConfig, PathRAGIndex, Relation, find_key_paths
 from pathrag.extraction import ExtractionConfig
 from pathrag.indexing import chunk_id
+from pathrag.store import unpack_records
 
 from .fakes import Crash, ScriptedLLM
 
@@ -382,6 +383,6 @@ def test_sync_insert_works_inside_a_running_event_loop():
 def test_entity_and_relation_models_round_trip_through_chunk_records(tmp_path):
     index = make(tmp_path)
     index.insert([DOC_A])
-    lines = [json.loads(records) for records, in rows(tmp_path, "SELECT records FROM chunks")]
+    lines = [unpack_records(records) for records, in rows(tmp_path, "SELECT records FROM chunks")]
     assert all(Entity.model_validate(e) for line in lines for e in line["entities"])
     assert all(Relation.model_validate(r) for line in lines for r in line["relations"])

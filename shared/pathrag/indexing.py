@@ -61,6 +61,8 @@ from .store import (
     WriterLock,
     dumps,
     migrate_json_store,
+    pack_records,
+    unpack_records,
     write_snapshot,
 )
 from .tokens import TokenCounter, count_tokens
@@ -319,7 +321,7 @@ class PathRAGIndex:
             documents = self.documents
             chunks: dict[str, dict[str, Any]] = {}
             for cid, text, records in self._store.wread("SELECT id, text, records FROM chunks ORDER BY rowid"):
-                chunks[cid] = {"id": cid, "text": text, **json.loads(records), "refs": {}}
+                chunks[cid] = {"id": cid, "text": text, **unpack_records(records), "refs": {}}
             # The document rows are the commit record: they alone say which chunks are live.
             for doc_id, doc in documents.items():
                 for position, cid in enumerate(doc["chunks"]):
@@ -663,7 +665,7 @@ class PathRAGIndex:
         record = {"id": cid, "text": text, "entities": entities, "relations": relations}
         if self._store is not None:
             self._store.execute("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)",
-                                (cid, text, dumps({"entities": entities, "relations": relations})))
+                                (cid, text, pack_records(entities, relations)))
         chunks = self.chunks
         if cid in chunks:
             self._note_mentions(chunks[cid], forget=True)
