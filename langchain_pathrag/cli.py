@@ -609,10 +609,12 @@ def delete(
 
 
 @app.command()
-def stats(store: Path = STORE) -> None:
+def stats(store: Path = STORE, check: bool = typer.Option(
+        False, "--check", help="Also check that documents, chunks, graph and vectors agree (exit 1 if not).")) -> None:
     """Count entities, relations, chunks and documents, and summarise node degrees."""
     meta = _read_meta(store)
     with _opened(store) as idx:
+        problems = idx.check() if check else []
         counts = idx.stats()
         names = [e.name for e in idx.graph.iter_entities()]  # type: ignore[attr-defined]
         degree = {n: hood.degree for n, hood in idx.graph.neighborhoods(dict.fromkeys(names, 0)).items()}
@@ -632,6 +634,11 @@ def stats(store: Path = STORE) -> None:
         _report("Documents (id: chunks):", list(documents.items())[:50])
         if len(documents) > 50:
             typer.echo(f"  … and {len(documents) - 50} more")
+    if check:
+        if problems:
+            raise CliError(f"the store {store} is inconsistent: {'; '.join(problems)} (rebuild it: index the "
+                           "documents into a new --store)")
+        typer.echo("Check: documents, chunks, entities, relations and vectors agree.")
 
 
 @app.command()

@@ -64,6 +64,7 @@ def state(directory: Path) -> dict:
     (extractions nobody claims yet, LLM answers), which are written before a commit on purpose."""
     index = open_index(directory)
     try:
+        assert index.check() == []  # documents, chunks, graph and vectors agree
         return {
             "documents": dict(sorted(index.documents.items())),
             "live chunks": sorted(cid for cid, c in index.chunks.items() if c["refs"]),

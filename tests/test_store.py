@@ -178,3 +178,56 @@ def test_readers_see_the_last_commit_while_a_write_is_open(tmp_path: Path) -> No
         assert sqlite3.connect(tmp_path / STORE_FILE).execute(
             "SELECT COUNT(*) FROM entities WHERE name = 'MARA'").fetchone() == (1,)
     assert paths(reader) != before and not reader.graph.get_entities(["MARA"])
+
+
+def test_check_finds_nothing_on_a_healthy_store_and_names_what_a_damaged_one_lacks(tmp_path: Path) -> None:
+    index = open_index(tmp_path, ScriptedLLM())
+    index.insert(DOCS)
+    index.add_records("imported", [Entity(name="LIGHTHOUSE", type="place", description="Guides boats.")],
+                      [Relation(source="LIGHTHOUSE", target="GULL", description="Guides the Gull.")])
+    index.delete(["c"])
+    assert index.check() == []
+    index.close()
+    conn = sqlite3.connect(tmp_path / STORE_FILE)  # damage it behind the store's back
+    with conn:
+        conn.execute("DELETE FROM entities WHERE name = 'GULL'")
+        conn.execute("INSERT INTO entities VALUES ('GHOST', '', '', '[]')")
+        conn.execute("DELETE FROM vectors WHERE space = 'chunks'")
+    conn.close()
+    problems = open_index(tmp_path).check()
+    assert any("no live document mentions, e.g. GHOST" in p for p in problems)
+    assert any("missing from the graph, e.g. GULL" in p for p in problems)
+    assert any(p.startswith("chunks vectors: 3 missing") for p in problems)
+
+
+@pytest.mark.parametrize("damage", ["garbled", "truncated"])
+def test_a_damaged_store_file_is_a_one_line_error_naming_it(tmp_path: Path, damage: str, monkeypatch) -> None:
+    from langchain_pathrag.cli import app
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    index = open_index(tmp_path / "kb", ScriptedLLM())
+    index.insert(DOCS)
+    index.close()
+    path = tmp_path / "kb" / STORE_FILE
+    data = path.read_bytes()
+    path.write_bytes(b"\x00garbage" * 64 + data[512:] if damage == "garbled" else data[: len(data) // 3])
+    result = CliRunner().invoke(app, ["stats", "--store", str(tmp_path / "kb")])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert result.stderr.count("\n") == 1 and str(path) in result.stderr, result.stderr
+
+
+def test_stats_check_in_the_command_line(tmp_path: Path, monkeypatch) -> None:
+    from langchain_pathrag.cli import app
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    index = open_index(tmp_path / "kb", ScriptedLLM())
+    index.insert(DOCS)
+    index.close()
+    result = CliRunner().invoke(app, ["stats", "--check", "--store", str(tmp_path / "kb")])
+    assert result.exit_code == 0 and "agree" in result.stdout, result.output
+    conn = sqlite3.connect(tmp_path / "kb" / STORE_FILE)
+    with conn:
+        conn.execute("INSERT INTO entities VALUES ('GHOST', '', '', '[]')")
+    conn.close()
+    result = CliRunner().invoke(app, ["stats", "--check", "--store", str(tmp_path / "kb")])
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "GHOST" in result.stderr

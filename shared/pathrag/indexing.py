@@ -515,6 +515,50 @@ class PathRAGIndex:
         if self._store is not None:
             self._store.close()
 
+    def check(self) -> list[str]:
+        """Check that documents, chunks, entities, relations and vectors agree; one line per problem.
+
+        Every document's chunks exist (unless their extraction failed), every entity and relation is
+        mentioned by a live chunk and every live mention is in the graph, and each has its vector (for the
+        store's own vector indexes). Commits are atomic, so a problem means the file was damaged or
+        edited by hand: rebuild the store (re-insert the documents into a new directory; the LLM cache of
+        the old one is not needed for that, but copying its directory first keeps it).
+        """
+        problems: list[str] = []
+        directed = self.config.directed_relations
+        for doc_id, doc in sorted(self.documents.items()):
+            lost = [c for c in doc["chunks"] if c not in self.chunks and c not in doc["failed"]]
+            if lost:
+                problems.append(f"document {doc_id!r}: {len(lost)} chunk(s) missing, e.g. {lost[0]}")
+        names: set[str] = set()
+        keys: set[tuple[str, str]] = set()
+        for chunk in self.chunks.values():
+            if chunk["refs"]:
+                names.update(e["name"] for e in chunk["entities"])
+                for r in chunk["relations"]:
+                    names.update((r["source"], r["target"]))
+                    keys.add(relation_key(r["source"], r["target"], directed=directed))
+        if isinstance(self.graph, (SQLiteGraphStore, NetworkXGraphStore)):
+            stored = {e.name for e in self.graph.iter_entities()}
+            stored_keys = {relation_key(r.source, r.target, directed=directed) for r in self.graph.iter_relations()}
+            for label, extra, missing in (("entities", stored - names, names - stored),
+                                          ("relations", stored_keys - keys, keys - stored_keys)):
+                if extra:
+                    problems.append(f"{len(extra)} {label} no live document mentions, e.g. {sorted(extra)[0]}")
+                if missing:
+                    problems.append(f"{len(missing)} {label} of live documents missing from the graph, "
+                                    f"e.g. {sorted(missing)[0]}")
+        wanted = {"entities": {entity_vector_id(n) for n in names},
+                  "relations": {relation_vector_id(k) for k in keys},
+                  "chunks": {c for c, chunk in self.chunks.items() if chunk["refs"] and chunk["text"]}}
+        for name, index in self.vector_indexes.items():
+            if isinstance(index, (SQLiteVectorIndex, InMemoryVectorIndex)):
+                held = set(index.ids())
+                if held != wanted[name]:
+                    problems.append(f"{name} vectors: {len(wanted[name] - held)} missing, "
+                                    f"{len(held - wanted[name])} without an owner")
+        return problems
+
     def stats(self) -> dict[str, int]:
         if self._store is not None and self._chunks is None:
             (documents,), = self._store.read("SELECT COUNT(*) FROM documents")

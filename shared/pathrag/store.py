@@ -463,7 +463,8 @@ def read_store_info(directory: str | os.PathLike[str]) -> dict[str, str] | None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"cannot read {path}: {exc}") from exc
+        raise StoreError(f"cannot read {path}: {exc} (restore it from a backup, or rebuild the store in a new "
+                         "directory)") from exc
 
 
 def write_store_info(directory: str | os.PathLike[str], **values: Any) -> None:
@@ -726,6 +727,9 @@ class SQLiteGraphStore:
         return f"SQLiteGraphStore({self.store.path})"
 
 
+_HIT_TEXT = "text" in getattr(VectorHit, "__dataclass_fields__", {})  # hits carry their item's text
+
+
 def _unit(vector: np.ndarray) -> np.ndarray:
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm else vector
@@ -742,7 +746,7 @@ class SQLiteVectorIndex:
         self.store = store
         self.space = space
         self.embedder = embedder
-        self._cache: tuple[int, list[str], np.ndarray, list[str]] | None = None
+        self._cache: tuple[int, list[str], np.ndarray, list[tuple[str, str]]] | None = None
         self._counter = f"vector_writes:{space}"
 
     def __len__(self) -> int:
@@ -806,20 +810,20 @@ class SQLiteVectorIndex:
     async def adelete(self, ids: Iterable[str]) -> None:
         self.delete(ids)
 
-    def _matrix(self) -> tuple[list[str], np.ndarray, list[str]]:
+    def _matrix(self) -> tuple[list[str], np.ndarray, list[tuple[str, str]]]:
         with self.store.snapshot():  # the counter and the rows from one committed state
             return self._load_matrix()
 
-    def _load_matrix(self) -> tuple[list[str], np.ndarray, list[str]]:
+    def _load_matrix(self) -> tuple[list[str], np.ndarray, list[tuple[str, str]]]:
         version = self.store.counter(self._counter)
         if self._cache is None or self._cache[0] != version:
             ids: list[str] = []
-            metadata: list[str] = []
+            metadata: list[tuple[str, str]] = []  # (metadata JSON, text): what a hit carries back
             blobs: list[bytes] = []
-            for item_id, meta, blob in self.store.read(
-                    "SELECT id, metadata, vector FROM vectors WHERE space = ?", (self.space,)):
+            for item_id, meta, text, blob in self.store.read(
+                    "SELECT id, metadata, text, vector FROM vectors WHERE space = ?", (self.space,)):
                 ids.append(item_id)
-                metadata.append(meta)
+                metadata.append((meta, text))
                 blobs.append(blob)
             sizes = {len(b) for b in blobs}
             if len(sizes) > 1:
@@ -842,7 +846,10 @@ class SQLiteVectorIndex:
         k = min(k, len(ids))
         top = np.argpartition(-scores, k - 1)[:k]
         ranked = sorted(top.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
-        return [VectorHit(ids[i], float(scores[i]), json.loads(metadata[i])) for i in ranked]
+        if _HIT_TEXT:
+            return [VectorHit(ids[i], float(scores[i]), json.loads(metadata[i][0]), text=metadata[i][1])  # type: ignore[call-arg]
+                    for i in ranked]
+        return [VectorHit(ids[i], float(scores[i]), json.loads(metadata[i][0])) for i in ranked]
 
     def query(self, text: str, k: int) -> list[VectorHit]:
         return self._search(self.embedder.embed([text])[0], k)
