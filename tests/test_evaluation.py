@@ -382,9 +382,9 @@ def test_registry_builds_named_configurations_and_plugs_in_new_ones(tmp_path):
         question = "How is Odric Pelham connected to the Lantern Night Flood?"
         import asyncio
 
-        texts = [asyncio.run(c.context(question)) for c in (default, lite, one)]
-        assert texts[0].startswith(f"Question: {question}")
-        assert texts[0].count("\nPath ") == 5 and texts[2].count("\nPath ") == 1
+        texts = [asyncio.run(c.context(question)).text for c in (default, lite, one)]
+        assert all(text.startswith(f"Question: {question}") for text in texts)
+        assert texts[1].count("\nPath ") == 5 and texts[2].count("\nPath ") == 1  # top_k = 5, top_k = 1
     finally:
         index.close()
 
@@ -531,6 +531,27 @@ def test_eval_command_errors_are_one_line(demo_store, tmp_path):
     result = cli("eval", "--store", demo_store, "--offline", "--price", "cheap")
     assert result.exit_code == 2 and "PROMPT,ANSWER" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_built_in_configurations_send_what_pathrag_query_sends(tmp_path):
+    from pathrag.context import answer_prompt, result_context
+    from pathrag.demo import DEMO_PARAMS, open_demo_index
+
+    from pathrag.evaluation import ConfigurationOptions, _paths_only
+
+    question = Question("How is the engineer Cassian Drove connected to the Lantern Guild losing its hall?")
+    index, _ = open_demo_index()
+    try:
+        model = Scripted(lambda prompt: "an answer", name="answers")
+        options = ConfigurationOptions(params=DEMO_PARAMS, max_tokens=800)
+        configs = build_configurations(index, ["paths-only", "default"], options)
+        Evaluation(None, llm=model, judge_llm=Scripted(lambda p: verdict(1)), configurations=configs,
+                   questions=[question]).run()
+        for overrides in (_paths_only(), {}):  # paths-only, then the default
+            result = index.retrieve(question.text, keyword_llm=False, params=DEMO_PARAMS, **overrides)
+            assert answer_prompt(result_context(result, max_tokens=800)) in model.prompts
+    finally:
+        index.close()
 
 
 def test_offline_model_answers_every_prompt_kind():

@@ -6,9 +6,10 @@ The protocol of the PathRAG and LightRAG papers, as a tool:
    tasks, then writes questions per (user, task) that need the corpus as a whole
    (:func:`agenerate_questions`). They are saved as ``questions.jsonl`` and can be reused.
 2. **Answers.** Every question is answered once per :class:`Configuration`: a name and a function
-   ``query -> context text``; every configuration shares the answer prompt (the context, then
-   :data:`~pathrag.prompts.ANSWER_INSTRUCTIONS`). Prompt tokens, answer tokens, the tokens of LLM calls
-   made while retrieving (keywords) and latency are recorded.
+   ``query -> context``. The built-in configurations send exactly the prompt ``pathrag query`` sends
+   (:func:`pathrag.context.answer_prompt`); a configuration that returns plain context text gets the
+   shared answer prompt (the context, then :data:`~pathrag.prompts.ANSWER_INSTRUCTIONS`). Prompt tokens,
+   answer tokens, the tokens of LLM calls made while retrieving (keywords) and latency are recorded.
 3. **Judging.** For each pair of configurations and each question a judge model compares the two
    answers on comprehensiveness, diversity, logicality, relevance and coherence, plus an overall
    verdict, **once in each order**. Each order counts as one judgement; the report gives win rates and
@@ -59,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 from tqdm.auto import tqdm
 
-from .context import result_context
+from .context import PathContext, answer_prompt, result_context
 from .evaluation_prompts import (
     CORPUS_SUMMARY_PROMPT,
     DIMENSION_DEFINITIONS,
@@ -433,7 +434,7 @@ def parse_verdict(text: str) -> dict[str, tuple[int, str]] | None:
 
 # -- configurations ----------------------------------------------------------------------------------
 
-ContextFunction = Callable[[str], "str | Awaitable[str]"]
+ContextFunction = Callable[[str], "str | PathContext | Awaitable[str | PathContext]"]
 
 
 def shared_answer_prompt(context: str) -> str:
@@ -446,8 +447,11 @@ def shared_answer_prompt(context: str) -> str:
 class Configuration:
     """One system under evaluation: a name and a ``query -> context text`` function (sync or async).
 
-    ``prompt`` turns the context into the answer prompt; keep the shared one so that only retrieval
-    differs between configurations. A sync ``context`` runs in a worker thread.
+    ``prompt`` turns the context text into the answer prompt; keep the shared one so that only retrieval
+    differs between configurations. A ``context`` function may also return a
+    :class:`~pathrag.context.PathContext`: it is then answered with
+    :func:`pathrag.context.answer_prompt`, exactly what ``pathrag query`` sends. A sync ``context`` runs
+    in a worker thread.
     """
 
     name: str
@@ -517,8 +521,20 @@ def build_configurations(index: PathRAGIndex, names: Sequence[str],
     return built
 
 
-def _paths_context(result: RetrievalResult, options: ConfigurationOptions) -> str:
-    return result_context(result, max_tokens=options.max_tokens, token_counter=options.token_counter).text
+def _index_context(result: RetrievalResult, options: ConfigurationOptions) -> PathContext:
+    """The index's own layout of ``result`` within the budget (answered with its own instructions)."""
+    return result_context(result, max_tokens=options.max_tokens, token_counter=options.token_counter)
+
+
+def _passage_kwargs(index: PathRAGIndex) -> dict[str, Any]:
+    """``passage_index=`` for retrieval versions that rank source passages (as ``PathRAGIndex.aretrieve``
+    does), nothing for those that do not."""
+    return {"passage_index": index.chunk_index} if "passage_index" in inspect.signature(aretrieve).parameters else {}
+
+
+def _paths_only() -> dict[str, Any]:
+    """The retrieval override for the paper's paths-only context, where the core offers a choice."""
+    return {"context": "paths"} if "context" in RetrievalParams.__dataclass_fields__ else {}
 
 
 def path_configuration(
@@ -526,20 +542,24 @@ def path_configuration(
     options: ConfigurationOptions,
     *,
     name: str,
-    render: Callable[[RetrievalResult, ConfigurationOptions], str] = _paths_context,
+    render: Callable[[RetrievalResult, ConfigurationOptions], str | PathContext] = _index_context,
     description: str = "",
     **overrides: Any,
 ) -> Configuration:
-    """A configuration that retrieves from ``index`` and writes the result with ``render``.
+    """A configuration that retrieves from ``index`` as ``PathRAGIndex.aretrieve`` does and lays the result
+    out with ``render`` (default: :func:`pathrag.context.result_context` within ``options.max_tokens``, so
+    the answer prompt is exactly what ``pathrag query`` sends).
 
     ``overrides`` are :class:`~pathrag.RetrievalParams` fields applied on top of ``options.params``
     (e.g. ``num_seeds=20, top_k=5``). The keywords come from ``options.keyword_llm``.
     """
     params = replace(options.params, **overrides) if overrides else options.params
+    passages = _passage_kwargs(index)
 
-    async def context(query: str) -> str:
+    async def context(query: str) -> str | PathContext:
+        # the module function, not index.aretrieve: the keyword model must be the journalled one
         result = await aretrieve(query, graph=index.graph, entity_index=index.entity_index,
-                                 llm=options.keyword_llm, params=params)
+                                 llm=options.keyword_llm, params=params, **passages)
         return render(result, options)
 
     return Configuration(name=name, context=context, description=description)
@@ -547,10 +567,10 @@ def path_configuration(
 
 register_configuration(
     "default", lambda index, o: path_configuration(index, o, name="default"),
-    description="the index's default context: key paths, most reliable last")
+    description="the index's default context, as pathrag query sends it")
 register_configuration(
-    "paths-only", lambda index, o: path_configuration(index, o, name="paths-only"),
-    description="the paper's context: key paths only")
+    "paths-only", lambda index, o: path_configuration(index, o, name="paths-only", **_paths_only()),
+    description="the paper's context: key paths only, most reliable last")
 register_configuration(
     "pathrag-lt", lambda index, o: path_configuration(index, o, name="pathrag-lt", num_seeds=20, top_k=5),
     description="PathRAG-lt: N = 20 seed entities, K = 5 paths")
@@ -1252,14 +1272,17 @@ class Evaluation:
                 await asyncio.to_thread(config.context, question.text)  # sync retrieval may block
             if inspect.isawaitable(value):
                 value = await value
-            context = str(value)
         except Exception as exc:  # a broken configuration costs its answers, not the run
             logger.warning("%s: retrieval failed for %r: %r", config.name, question.text, exc)
             return AnswerRecord(question.id, config.name, "", error=f"retrieval: {type(exc).__name__}: {exc}")
         finally:
             _SPENT.reset(token)
         retrieval_s = time.perf_counter() - started
-        prompt = config.prompt(context)
+        if isinstance(value, PathContext):  # the index's own layout: its own instructions, as in pathrag query
+            context, prompt = value.text, answer_prompt(value)
+        else:
+            context = str(value)
+            prompt = config.prompt(context)
         base = AnswerRecord(question.id, config.name, "", context_tokens=count_tokens(context, self.token_counter),
                             retrieval_calls=len(spent),
                             retrieval_tokens=sum(r.prompt_tokens + r.answer_tokens for r in spent),
@@ -1395,6 +1418,9 @@ _STOP = {"The", "A", "An", "How", "What", "Why", "Who", "Which", "When", "Where"
          "Does", "Do", "And", "Of", "To", "For", "Path", "Question", "Answer", "Relational", "Describe"}
 
 
+_ANSWER_OPENING = "\n\n" + " ".join(ANSWER_INSTRUCTIONS.split()[:4])  # "Answer the question above"
+
+
 def _names(text: str) -> list[str]:
     found = (m.group(0) for m in _CAPITALISED.finditer(text))
     return list(dict.fromkeys(n for n in found if n not in _STOP and len(n) > 2))
@@ -1454,10 +1480,10 @@ class OfflineEvalModel:
         if prompt.startswith(KEYWORDS_PROMPT.split("{", 1)[0]):
             question = prompt.rsplit("Question:", 1)[-1].rsplit("JSON:", 1)[0]
             return json.dumps({"high_level": [], "low_level": _names(question)})
-        if ANSWER_INSTRUCTIONS in prompt:
-            context = prompt.split(ANSWER_INSTRUCTIONS, 1)[0]
-            lines = [line.strip() for line in context.splitlines()[1:]
-                     if line.strip() and not line.startswith(("Path ", "Relational paths"))]
+        if _ANSWER_OPENING in prompt:  # the opening every answer instruction of the core shares
+            context = prompt.rsplit(_ANSWER_OPENING, 1)[0]
+            lines = [line.strip() for line in context.splitlines()[1:] if line.strip() and not line.startswith(
+                ("Path ", "Passage ", "Entity ", "Relational paths", "Source passages"))]
             words = " ".join(lines[:8]).split()[:150]
             return " ".join(words) or "The knowledge graph does not cover this question."
         return "(the offline stand-in model has no answer for this prompt)"
