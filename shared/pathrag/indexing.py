@@ -39,6 +39,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator, MutableMapping  # (kept apart: the rows the store fetches lazily)
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -60,6 +61,7 @@ from .store import (
     StoreError,
     WriterLock,
     dumps,
+    mentioned_names,
     migrate_json_store,
     pack_records,
     unpack_records,
@@ -279,11 +281,12 @@ class PathRAGIndex:
             graph = (SQLiteGraphStore(store, directed_relations=self.config.directed_relations) if store is not None
                      else NetworkXGraphStore(directed_relations=self.config.directed_relations))
         self.graph = graph
-        # Loaded on first use from the store (a retrieval never needs them).
-        self._documents: dict[str, dict[str, Any]] | None = None if store is not None else {}
-        self._chunks: dict[str, dict[str, Any]] | None = None if store is not None else {}
-        # entity name -> ids of the chunks whose records mention it: a rebuild reads only those
+        # Rows of the store, fetched on first use (a retrieval never needs them, a write only its own).
+        self._documents: _LazyRows = _LazyRows()
+        self._chunks: _LazyRows = _LazyRows()
+        # In memory: entity name -> ids of the chunks whose records mention it (a store has a table).
         self._mentions: dict[str, set[str]] = {}
+        self._reset_tables()
         self._dirty_documents: set[str] = set()
         self._seen_commit = -1  # the store's commit counter when the tables above were loaded or written
         self._writer_lock = WriterLock(self.directory) if store is not None else None  # type: ignore[arg-type]
@@ -296,46 +299,32 @@ class PathRAGIndex:
     # -- the document and chunk tables, loaded on first use ------------------------------------------
 
     @property
-    def documents(self) -> dict[str, dict[str, Any]]:
-        """Document id -> ``{"hash", "chunks", "metadata", "failed"}`` (read-only for callers)."""
-        if self._documents is None:
-            assert self._store is not None
-            docs: dict[str, dict[str, Any]] = {}
-            for doc_id, content, metadata, failed in self._store.wread(
-                    "SELECT id, hash, metadata, failed FROM documents ORDER BY rowid"):
-                docs[doc_id] = {"hash": content, "chunks": [], "metadata": json.loads(metadata),
-                                "failed": json.loads(failed)}
-            for doc_id, _, cid in self._store.wread("SELECT doc_id, position, chunk_id FROM doc_chunks "
-                                                    "ORDER BY doc_id, position"):
-                if doc_id in docs:
-                    docs[doc_id]["chunks"].append(cid)
-            self._documents = docs
-            self._seen_commit = self._store.commit_count()
+    def documents(self) -> MutableMapping[str, dict[str, Any]]:
+        """Document id -> ``{"hash", "chunks", "metadata", "failed"}`` (read-only for callers; iterating
+        it reads every document of the store)."""
         return self._documents
 
     @property
-    def chunks(self) -> dict[str, dict[str, Any]]:
+    def chunks(self) -> MutableMapping[str, dict[str, Any]]:
         """Chunk id -> its text, extraction records and ``refs`` (document id -> position)."""
-        if self._chunks is None:
-            assert self._store is not None
-            documents = self.documents
-            chunks: dict[str, dict[str, Any]] = {}
-            for cid, text, records in self._store.wread("SELECT id, text, records FROM chunks ORDER BY rowid"):
-                chunks[cid] = {"id": cid, "text": text, **unpack_records(records), "refs": {}}
-            # The document rows are the commit record: they alone say which chunks are live.
-            for doc_id, doc in documents.items():
-                for position, cid in enumerate(doc["chunks"]):
-                    if cid in chunks:
-                        chunks[cid]["refs"][doc_id] = position
-            self._mentions = {}
-            for cid, chunk in chunks.items():
-                self._note_mentions(chunk)
-            self._chunks = chunks
         return self._chunks
 
+    def _reset_tables(self) -> None:
+        """Forget what was fetched from the store (after a rollback, or another process's commit)."""
+        store = self._store
+        if store is None:
+            return
+        self._documents = _LazyRows(functools.partial(_fetch_documents, store), functools.partial(_fetch_documents, store, None))
+        self._chunks = _LazyRows(functools.partial(_fetch_chunks, store), functools.partial(_fetch_chunks, store, None))
+
     def _note_mentions(self, chunk: dict[str, Any], *, forget: bool = False) -> None:
-        names = {e["name"] for e in chunk["entities"]}
-        names.update(n for r in chunk["relations"] for n in (r["source"], r["target"]))
+        """Keep the chunk's mentions: a row per entity name in the store, else in memory."""
+        names = mentioned_names(chunk["entities"], chunk["relations"])
+        if self._store is not None:
+            if not forget:
+                self._store.executemany("INSERT OR IGNORE INTO mentions VALUES (?, ?)",
+                                        [(n, chunk["id"]) for n in names])
+            return  # forgetting: the chunk's rows go with it (see _sync_chunk_vectors)
         for name in names:
             if forget:
                 held = self._mentions.get(name)
@@ -349,7 +338,7 @@ class PathRAGIndex:
     def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
         """The text of each live chunk among ``ids`` (unknown, released and record-only chunks are left out)."""
         ids = list(dict.fromkeys(ids))
-        if self._store is not None and self._chunks is None:
+        if self._store is not None:
             rows = self._store.read(
                 "SELECT c.id, c.text FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?)) AND c.text != '' "
                 "AND EXISTS (SELECT 1 FROM doc_chunks d WHERE d.chunk_id = c.id)", (dumps(ids),))
@@ -371,8 +360,7 @@ class PathRAGIndex:
                 self._write_documents()
                 self._seen_commit = self._store.count_commit()
         except BaseException:
-            self._documents = self._chunks = None  # they may hold the rolled-back changes
-            self._mentions = {}
+            self._reset_tables()  # they may hold the rolled-back changes
             for table in (self._cache, self.summaries):  # paid-for answers are kept all the same
                 table.flush_pending()
             raise
@@ -399,9 +387,10 @@ class PathRAGIndex:
                 return
             await self._writer_lock.aacquire(self.config.lock_timeout)
             try:
-                if self._documents is not None and self._store.commit_count() != self._seen_commit:
-                    self._documents = self._chunks = None  # written by someone else meanwhile: reload
-                    self._mentions = {}
+                current = self._store.commit_count()
+                if current != self._seen_commit:  # written by someone else meanwhile (or never read): reload
+                    self._reset_tables()
+                    self._seen_commit = current
                 yield
             finally:
                 self._writer_lock.release()
@@ -560,7 +549,7 @@ class PathRAGIndex:
         return problems
 
     def stats(self) -> dict[str, int]:
-        if self._store is not None and self._chunks is None:
+        if self._store is not None:
             (documents,), = self._store.read("SELECT COUNT(*) FROM documents")
             (chunks,), = self._store.read("SELECT COUNT(DISTINCT d.chunk_id) FROM doc_chunks d "
                                           "JOIN chunks c ON c.id = d.chunk_id")
@@ -580,6 +569,7 @@ class PathRAGIndex:
         run = _Run(self.config.max_concurrency)
         todo: dict[str, tuple[Document, str, dict[str, str]]] = {}  # id -> (doc, content hash, chunk id -> text)
         given: dict[str, str] = {}
+        self.documents.prefetch(d.id or f"doc-{d.content_hash()}" for d in documents)  # type: ignore[attr-defined]
         for doc in documents:
             content = doc.content_hash()
             doc_id = doc.id or f"doc-{content}"
@@ -598,6 +588,7 @@ class PathRAGIndex:
         for doc_id, (_, _, chunks) in todo.items():
             for cid, text in chunks.items():
                 planned.setdefault(cid, (text, []))[1].append(doc_id)
+        self.chunks.prefetch(planned)  # type: ignore[attr-defined]
         missing = [cid for cid in planned if cid not in self.chunks]
         if todo:
             self._check_writable()  # before paying for any LLM call
@@ -707,14 +698,18 @@ class PathRAGIndex:
         Outside a commit this is its own tiny transaction: a crash later on does not lose the LLM's work.
         """
         record = {"id": cid, "text": text, "entities": entities, "relations": relations}
-        if self._store is not None:
-            self._store.execute("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)",
-                                (cid, text, pack_records(entities, relations)))
         chunks = self.chunks
-        if cid in chunks:
-            self._note_mentions(chunks[cid], forget=True)
+        if self._store is not None:
+            with self._store.transaction():  # the chunk and its mentions: both or neither survive a crash
+                self._store.execute("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)",
+                                    (cid, text, pack_records(entities, relations)))
+                self._store.execute("DELETE FROM mentions WHERE chunk_id = ?", (cid,))
+                self._note_mentions(record)
+        else:
+            if cid in chunks:
+                self._note_mentions(chunks[cid], forget=True)
+            self._note_mentions(record)
         chunks[cid] = {**record, "refs": {}}
-        self._note_mentions(chunks[cid])
         return chunks[cid]
 
     def _set_document(self, doc_id: str, doc: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -762,7 +757,13 @@ class PathRAGIndex:
         """The live chunks mentioning any of ``names``, in a stable order: by document (sorted id), then
         position in it. Only those chunks are read, so a write costs the same whatever the store's size."""
         chunks = self.chunks
-        candidates = set().union(*(self._mentions.get(n, ()) for n in names))
+        if self._store is not None:
+            candidates = {cid for cid, in self._store.wread(
+                "SELECT DISTINCT chunk_id FROM mentions WHERE name IN (SELECT value FROM json_each(?))",
+                (dumps(sorted(names)),))}
+            chunks.prefetch(candidates)  # type: ignore[attr-defined]
+        else:
+            candidates = set().union(*(self._mentions.get(n, ()) for n in names))
         order = {cid: (doc_id, position) for cid in candidates if (chunk := chunks.get(cid)) and chunk["refs"]
                  for doc_id, position in [min(chunk["refs"].items())]}
         return [chunks[cid] for cid in sorted(order, key=order.__getitem__)]
@@ -853,6 +854,8 @@ class PathRAGIndex:
                 self._note_mentions(chunk, forget=True)
         if self._store is not None and gone:
             self._store.execute("DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?))", (dumps(gone),))
+            self._store.execute("DELETE FROM mentions WHERE chunk_id IN (SELECT value FROM json_each(?))",
+                                (dumps(gone),))
 
     # -- the LLM, behind cache, concurrency limit and retries --------------------------------------
 
@@ -912,6 +915,89 @@ class PathRAGIndex:
     def _embedder_name(self) -> str | None:
         index = self.entity_index
         return embedder_name_of(index.embedder) if isinstance(index, InMemoryVectorIndex) else None
+
+
+class _LazyRows(MutableMapping[str, dict[str, Any]]):
+    """Rows of a store table, fetched by key on first use and then kept with this process's changes;
+    iterating fetches the rest. Without ``fetch`` it is a plain dict (an in-memory index)."""
+
+    def __init__(self, fetch: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None,
+                 fetch_all: Callable[[], dict[str, dict[str, Any]]] | None = None) -> None:
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._absent: set[str] = set()  # known not to exist (or deleted here): never fetched again
+        self._fetch, self._fetch_all = fetch, fetch_all
+        self._complete = fetch is None
+
+    def prefetch(self, keys: Iterable[str]) -> None:
+        """Fetch the rows of ``keys`` not known yet, in one query."""
+        if self._complete:
+            return
+        wanted = [k for k in dict.fromkeys(keys) if k not in self._rows and k not in self._absent]
+        if wanted:
+            assert self._fetch is not None
+            found = self._fetch(wanted)
+            self._rows.update(found)
+            self._absent.update(k for k in wanted if k not in found)
+
+    def __getitem__(self, key: str) -> dict[str, Any]:
+        self.prefetch([key])
+        return self._rows[key]
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, str):
+            return False
+        self.prefetch([key])
+        return key in self._rows
+
+    def __setitem__(self, key: str, value: dict[str, Any]) -> None:
+        self._rows[key] = value
+        self._absent.discard(key)
+
+    def __delitem__(self, key: str) -> None:
+        self.prefetch([key])
+        del self._rows[key]
+        self._absent.add(key)
+
+    def __iter__(self) -> Iterator[str]:
+        if not self._complete:
+            assert self._fetch_all is not None
+            for key, row in self._fetch_all().items():
+                if key not in self._rows and key not in self._absent:
+                    self._rows[key] = row
+            self._complete = True
+        return iter(list(self._rows))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _fetch_documents(store: SQLiteStore, ids: list[str] | None) -> dict[str, dict[str, Any]]:
+    """Document rows (all of them for ``ids=None``) with their chunk lists, as the writer sees them."""
+    where, params = ("WHERE id IN (SELECT value FROM json_each(?))", (dumps(ids),)) if ids is not None else ("", ())
+    docs = {doc_id: {"hash": content, "chunks": [], "metadata": json.loads(metadata), "failed": json.loads(failed)}
+            for doc_id, content, metadata, failed in store.wread(
+                f"SELECT id, hash, metadata, failed FROM documents {where} ORDER BY rowid", params)}
+    where = where.replace("WHERE id", "WHERE doc_id")
+    for doc_id, _, cid in store.wread(f"SELECT doc_id, position, chunk_id FROM doc_chunks {where} "
+                                      "ORDER BY doc_id, position", params):
+        if doc_id in docs:
+            docs[doc_id]["chunks"].append(cid)
+    return docs
+
+
+def _fetch_chunks(store: SQLiteStore, ids: list[str] | None) -> dict[str, dict[str, Any]]:
+    """Chunk rows with their records and ``refs`` (document id -> position; the document rows are the
+    commit record: they alone say which chunks are live). Called for a chunk before any document of the
+    running operation changes its claim on it, so the stored claims are the current ones."""
+    where, params = ("WHERE id IN (SELECT value FROM json_each(?))", (dumps(ids),)) if ids is not None else ("", ())
+    chunks = {cid: {"id": cid, "text": text, **unpack_records(records), "refs": {}}
+              for cid, text, records in store.wread(f"SELECT id, text, records FROM chunks {where} ORDER BY rowid",
+                                                    params)}
+    where = where.replace("WHERE id", "WHERE chunk_id")
+    for cid, doc_id, position in store.wread(f"SELECT chunk_id, doc_id, position FROM doc_chunks {where}", params):
+        if cid in chunks:
+            chunks[cid]["refs"][doc_id] = position
+    return chunks
 
 
 class _Table:

@@ -99,6 +99,9 @@ CREATE INDEX IF NOT EXISTS relations_by_target ON relations (target, source);
 CREATE TABLE IF NOT EXISTS vectors (
     space TEXT NOT NULL, id TEXT NOT NULL, text TEXT NOT NULL, metadata TEXT NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (space, id));
+CREATE TABLE IF NOT EXISTS mentions (
+    name TEXT NOT NULL, chunk_id TEXT NOT NULL, PRIMARY KEY (name, chunk_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS mentions_by_chunk ON mentions (chunk_id);
 CREATE TABLE IF NOT EXISTS llm_cache (key TEXT PRIMARY KEY, answer TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, text TEXT NOT NULL);
 """
@@ -435,6 +438,13 @@ def dumps(value: Any) -> str:
 def pack_records(entities: list[dict[str, Any]], relations: list[dict[str, Any]]) -> bytes:
     """A chunk's extraction records as stored: zlib-compressed JSON (their field names repeat a lot)."""
     return zlib.compress(dumps({"entities": entities, "relations": relations}).encode("utf-8"), 6)
+
+
+def mentioned_names(entities: Iterable[Mapping[str, Any]], relations: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The entity names a chunk's records mention (relation ends included): its rows in ``mentions``."""
+    names = {e["name"] for e in entities}
+    names.update(n for r in relations for n in (r["source"], r["target"]))
+    return sorted(names)
 
 
 def unpack_records(blob: bytes | str) -> dict[str, Any]:
@@ -884,8 +894,11 @@ def write_snapshot(
             for doc_id, doc in documents.items()])
         store.executemany("INSERT OR REPLACE INTO doc_chunks VALUES (?, ?, ?)", [
             (doc_id, position, cid) for doc_id, doc in documents.items() for position, cid in enumerate(doc["chunks"])])
+        chunks = list(chunks)
         store.executemany("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)", [
             (c["id"], c.get("text", ""), pack_records(c.get("entities", []), c.get("relations", []))) for c in chunks])
+        store.executemany("INSERT OR IGNORE INTO mentions VALUES (?, ?)", [
+            (name, c["id"]) for c in chunks for name in mentioned_names(c.get("entities", []), c.get("relations", []))])
         store.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?)", list(summaries.items()))
         store.executemany("INSERT OR REPLACE INTO llm_cache VALUES (?, ?)", list(cache.items()))
         store.executemany("INSERT OR IGNORE INTO entities VALUES (?, ?, ?, ?)", [_entity_row(e) for e in entities])
