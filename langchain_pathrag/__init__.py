@@ -5,7 +5,7 @@ machinery it does not need.
 
 >>> from langchain_pathrag import PATHRAG_PROMPT
 >>> sorted(PATHRAG_PROMPT.input_variables)
-['paths', 'question']
+['context', 'instructions']
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "PATHRAG_PROMPT": "chains", "create_pathrag_chain": "chains", "format_paths": "chains",
-    "EXTRACTION_TAG": "indexer", "PathRAGIndexer": "indexer", "document_id": "indexer",
+    "PATHRAG_PROMPT": "chains", "create_pathrag_chain": "chains", "format_context": "chains",
+    "format_paths": "chains",
+    "EXTRACTION_TAG": "indexer", "PathRAGDocumentIndex": "indexer", "PathRAGIndexer": "indexer",
+    "document_id": "indexer",
     "LangChainEmbedder": "models", "LangChainLanguageModel": "models", "LangChainVectorIndex": "models",
     "PathRAGEmbeddings": "models",
     "ENTITY_SEARCH_TAG": "retrievers", "KEYWORDS_TAG": "retrievers", "PathRAGRetriever": "retrievers",
@@ -24,8 +26,8 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .chains import PATHRAG_PROMPT, create_pathrag_chain, format_paths
-    from .indexer import EXTRACTION_TAG, PathRAGIndexer, document_id
+    from .chains import PATHRAG_PROMPT, create_pathrag_chain, format_context, format_paths
+    from .indexer import EXTRACTION_TAG, PathRAGDocumentIndex, PathRAGIndexer, document_id
     from .models import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings
     from .retrievers import ENTITY_SEARCH_TAG, KEYWORDS_TAG, PathRAGRetriever
 

@@ -1,8 +1,9 @@
-"""The answering prompt and an LCEL chain: question → key paths → prompt → model → answer.
+"""The answering prompt and an LCEL chain: question → retrieved evidence → prompt → model → answer.
 
-The prompt puts the question first, then the paths from least to most reliable (the most reliable
-right before the instructions), then asks to answer only from them. Its wording is the core's
-(:data:`pathrag.prompts.ANSWER_TEMPLATE`).
+The context is laid out by the core's one builder (:func:`pathrag.context.build_evidence_context`,
+what :func:`pathrag.context.result_context` uses): the question first, then the passages from least to
+most relevant, then the paths from least to most reliable (the most reliable right before the
+instructions). Its wording is the core's (:mod:`pathrag.prompts`).
 
 >>> from langchain_core.documents import Document
 >>> weak = Document(page_content="A -> B", metadata={"kind": "path", "score": 0.2, "nodes": ["A", "B"]})
@@ -26,14 +27,14 @@ from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableParallel, RunnablePassthrough
 
-from pathrag import ScoredPath
-from pathrag.context import format_path_blocks
-from pathrag.prompts import ANSWER_TEMPLATE
+from pathrag import RetrievedItem, ScoredPath
+from pathrag.context import PathContext, build_evidence_context, format_path_blocks
 
-__all__ = ["PATHRAG_PROMPT", "create_pathrag_chain", "format_paths"]
+__all__ = ["PATHRAG_PROMPT", "create_pathrag_chain", "format_context", "format_paths"]
 
-#: Variables ``question`` and ``paths`` (the output of :func:`format_paths`).
-PATHRAG_PROMPT = ChatPromptTemplate.from_messages([("human", ANSWER_TEMPLATE)])
+#: Variables ``context`` (question and evidence, from :func:`format_context`) and ``instructions``;
+#: ``question`` is given too, for prompts of your own.
+PATHRAG_PROMPT = ChatPromptTemplate.from_messages([("human", "{context}\n\n{instructions}")])
 
 
 def _is_path(doc: Document) -> bool:
@@ -65,6 +66,36 @@ def format_paths(docs: Sequence[Document]) -> str:
     return "\n\n".join(blocks)
 
 
+def _item(doc: Document) -> RetrievedItem:
+    """A retriever document back as the core's item (the metadata the retriever wrote)."""
+    meta = doc.metadata
+    nodes = tuple(str(n) for n in meta.get("nodes") or ())
+    kind = meta.get("kind") if meta.get("kind") in ("path", "passage", "entity") else "entity"
+    path = ScoredPath(nodes=nodes, score=_score(doc)) if kind == "path" and len(nodes) >= 2 else None
+    return RetrievedItem("path" if path else kind, str(meta.get("id") or doc.id or ""), doc.page_content, _score(doc),
+                         nodes, tuple(str(s) for s in meta.get("source_ids") or ()), path)
+
+
+def format_context(question: str, docs: Sequence[Document], *, max_tokens: int | None = None) -> PathContext:
+    """The context the core lays out for these documents (its ``text`` and answer ``instructions``).
+
+    >>> from langchain_core.documents import Document
+    >>> doc = Document(page_content="A met B.", metadata={"kind": "passage", "id": "c1", "score": 0.5})
+    >>> print(format_context("Who met B?", [doc]).text)
+    Question: Who met B?
+    <BLANKLINE>
+    Source passages, least to most relevant:
+    <BLANKLINE>
+    Passage 1:
+    A met B.
+    <BLANKLINE>
+    Relational paths from the knowledge graph, least to most reliable:
+    <BLANKLINE>
+    (no paths found)
+    """
+    return build_evidence_context(question, [_item(doc) for doc in docs], max_tokens=max_tokens)
+
+
 def _question(value: Any) -> str:
     if isinstance(value, Mapping) and "question" in value:
         value = value["question"]
@@ -73,8 +104,9 @@ def _question(value: Any) -> str:
     return value
 
 
-def _prompt_values(retrieved: Mapping[str, Any]) -> dict[str, str]:
-    return {"question": retrieved["question"], "paths": format_paths(retrieved["paths"])}
+def _prompt_values(retrieved: Mapping[str, Any], max_tokens: int | None) -> dict[str, str]:
+    context = format_context(retrieved["question"], retrieved["paths"], max_tokens=max_tokens)
+    return {"question": retrieved["question"], "context": context.text, "instructions": context.instructions}
 
 
 def create_pathrag_chain(
@@ -83,11 +115,13 @@ def create_pathrag_chain(
     *,
     prompt: BasePromptTemplate = PATHRAG_PROMPT,
     return_paths: bool = False,
+    max_tokens: int | None = None,
 ) -> Runnable[Any, Any]:
     """An LCEL chain answering a question (a ``str`` or ``{"question": str}``) from the key paths.
 
     Returns the answer string, or with ``return_paths=True`` a dict ``{"question", "paths", "answer"}``
-    where ``paths`` are the retrieved documents (best first). ``invoke``, ``ainvoke``, ``batch``,
+    where ``paths`` are the retrieved documents (best first). ``max_tokens`` bounds the context, as
+    :func:`pathrag.context.result_context` does. ``invoke``, ``ainvoke``, ``batch``,
     ``stream`` and ``astream`` all work; streaming yields the answer as the model writes it.
 
     >>> from langchain_core.language_models import FakeListChatModel
@@ -102,7 +136,7 @@ def create_pathrag_chain(
     ...     {"question": "Where?"}))
     ['answer', 'paths', 'question']
     """
-    answer = RunnableLambda(_prompt_values) | prompt | llm | StrOutputParser()
+    answer = RunnableLambda(lambda retrieved: _prompt_values(retrieved, max_tokens)) | prompt | llm | StrOutputParser()
     retrieve = RunnableLambda(_question) | RunnableParallel(question=RunnablePassthrough(), paths=retriever)
     chain = retrieve | (RunnablePassthrough.assign(answer=answer) if return_paths else answer)
     return chain.with_config(run_name="pathrag_chain")

@@ -470,6 +470,16 @@ MAX_HOPS = typer.Option(3, "--max-hops", min=1, help="Longest path, in relations
 THETA = typer.Option(0.05, "--theta", min=0.0, help="Pruning threshold of the flow (PathRAG's θ).")
 
 
+class ContextKind(str, Enum):
+    evidence = "evidence"
+    paths = "paths"
+
+
+CONTEXT = typer.Option(ContextKind.evidence, "--context",
+                       help="evidence: source passages ranked with the flow, then the key paths (default); "
+                            "paths: the paper's paths-only context.")
+
+
 class Format(str, Enum):
     table = "table"
     json = "json"
@@ -523,7 +533,8 @@ def query(
                                       "without calling a model."),
     stream: bool = typer.Option(False, "--stream", help="Print the answer as it is generated."),
     max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, show_default=False,
-                                          help="Token budget of the context (least reliable paths go first)."),
+                                          help="Token budget of the context (least relevant evidence goes first)."),
+    context: ContextKind = CONTEXT,
     model: str = MODEL,
     embedding_model: str | None = EMBEDDING_MODEL,
     top_k: int = TOP_K,
@@ -532,7 +543,7 @@ def query(
     theta: float = THETA,
     replay: Path | None = REPLAY,
 ) -> None:
-    """Answer a question from the key paths (or, with --context-only, print the prompt)."""
+    """Answer a question from the key paths and their passages (or, with --context-only, print the prompt)."""
     chat = None if replay else _chat_model(model)
     if chat is None and not context_only:
         raise CliError(f"answering needs a language model: {NO_KEY}, or add --context-only to print the "
@@ -540,7 +551,7 @@ def query(
     llm = _replay(replay) or (_language_model(chat) if chat else None)
     with _opened(store, embedding_model=embedding_model, llm=llm) as idx:
         result = _retrieve(idx, question, llm is not None, top_k=top_k, num_seeds=num_seeds, max_hops=max_hops,
-                           theta=theta)
+                           theta=theta, context=context.value)
     prompt = answer_prompt(result_context(result, max_tokens=max_tokens))
     if context_only or chat is None or llm is None:
         typer.echo(prompt)
@@ -570,7 +581,7 @@ def paths(
     llm = _replay(replay) or (_language_model(chat) if (chat := _chat_model(model)) else None)
     with _opened(store, embedding_model=embedding_model, llm=llm) as idx:
         result = _retrieve(idx, question, llm is not None, top_k=top_k, num_seeds=num_seeds, max_hops=max_hops,
-                           theta=theta)
+                           theta=theta, context="paths")  # this command shows the key paths themselves
         graph = _subgraph(idx, result)
     if format is Format.json:
         typer.echo(json.dumps(_as_json(result), indent=2, ensure_ascii=False))

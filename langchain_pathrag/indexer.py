@@ -15,8 +15,8 @@ graph store, and persists the default in-memory vector stores next to the core's
 >>> summary = indexer.add_documents([Document(page_content="Mara, a pilot, lives in Saltmere.", id="mara")])
 >>> summary.documents, summary.entities, summary.relations
 (1, 2, 1)
->>> [doc.metadata["nodes"] for doc in indexer.as_retriever(llm=None).invoke("Mara and Saltmere")]
-[['MARA', 'SALTMERE']]
+>>> [(doc.metadata["kind"], doc.metadata["nodes"]) for doc in indexer.as_retriever(llm=None).invoke("Mara")]
+[('path', ['MARA', 'SALTMERE']), ('passage', [])]
 """
 
 from __future__ import annotations
@@ -333,7 +333,8 @@ class PathRAGIndexer:
             ValueError: an unknown parameter, or one given twice with different values.
         """
         return PathRAGRetriever(graph_store=self.index.graph, entity_index=self.index.entity_index,
-                                **{"llm": self.llm, **_retriever_params(search_kwargs, params)})
+                                **{"llm": self.llm, "passage_index": self.index.chunk_index,
+                                   **_retriever_params(search_kwargs, params)})
 
     def as_document_index(self, search_kwargs: Mapping[str, Any] | None = None,
                           **params: Any) -> PathRAGDocumentIndex:

@@ -215,4 +215,4 @@ def _changes(docs: dict[str, Document], stored: list[Document] | None) -> tuple[
 
 
 def _hit(doc: Document, score: float) -> VectorHit:
-    return VectorHit(doc.id or "", float(score), dict(doc.metadata))
+    return VectorHit(doc.id or "", float(score), dict(doc.metadata), doc.page_content)

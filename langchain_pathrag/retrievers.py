@@ -19,7 +19,7 @@ entities fill up (``metadata["kind"] == "entity"``). The work is the core's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -90,17 +90,21 @@ class PathRAGRetriever(BaseRetriever):
     ``invoke(query, k=...)`` overrides ``top_k`` for one call; any other of those parameters can be
     overridden per call too. With ``llm``, high- and low-level keywords are extracted from the query
     first (a run tagged :data:`KEYWORDS_TAG`); without one, or when its answer is unusable, the query
-    itself is the keyword.
+    itself is the keyword. With ``passage_index`` (the indexer's chunk store) and ``context="evidence"``
+    (the default), up to ``num_passages`` source passages ranked with the flow follow the paths;
+    ``context="paths"`` is the paper's paths-only retrieval.
 
-    Each document: ``page_content`` is the path as text, ``id`` is stable (derived from its nodes),
-    ``metadata`` holds ``kind`` (``"path"`` or ``"entity"``), ``score``, ``nodes``, ``hops`` and
+    Each document: ``page_content`` is the path (or passage) as text, ``id`` is stable, ``metadata``
+    holds ``kind`` (``"path"``, ``"entity"`` or ``"passage"``), ``id``, ``score``, ``nodes``, ``hops`` and
     ``source_ids`` (the chunk ids behind it). An empty query gives ``[]``; a non-string, a ``TypeError``.
+    :func:`format_context` lays them out exactly as the core's :func:`pathrag.context.result_context`.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     graph_store: GraphStore = Field(exclude=True)
     entity_index: VectorIndex = Field(exclude=True)
+    passage_index: VectorIndex | None = Field(default=None, exclude=True)
     llm: BaseLanguageModel | None = Field(default=None, exclude=True)
     top_k: int = Field(default=_DEFAULTS.top_k, validation_alias=AliasChoices("top_k", "k"))
     num_seeds: int = _DEFAULTS.num_seeds
@@ -109,6 +113,8 @@ class PathRAGRetriever(BaseRetriever):
     max_hops: int | None = _DEFAULTS.max_hops
     paths_per_pair: int | None = _DEFAULTS.paths_per_pair
     directed: bool = _DEFAULTS.directed
+    context: Literal["evidence", "paths"] = _DEFAULTS.context
+    num_passages: int = _DEFAULTS.num_passages
 
     @field_validator("graph_store", mode="before")
     @classmethod
@@ -118,9 +124,11 @@ class PathRAGRetriever(BaseRetriever):
         except TypeError as exc:
             raise ValueError(str(exc)) from None
 
-    @field_validator("entity_index", mode="before")
+    @field_validator("entity_index", "passage_index", mode="before")
     @classmethod
-    def _index(cls, value: Any) -> VectorIndex:
+    def _index(cls, value: Any) -> VectorIndex | None:
+        if value is None:
+            return None
         if isinstance(value, VectorStore):
             return LangChainVectorIndex(value)
         if isinstance(value, VectorIndex):
@@ -136,15 +144,16 @@ class PathRAGRetriever(BaseRetriever):
     def params(self) -> RetrievalParams:
         """The retrieval parameters as the core's :class:`pathrag.RetrievalParams`."""
         return RetrievalParams(top_k=self.top_k, num_seeds=self.num_seeds, alpha=self.alpha, theta=self.theta,
-                               max_hops=self.max_hops, paths_per_pair=self.paths_per_pair, directed=self.directed)
+                               max_hops=self.max_hops, paths_per_pair=self.paths_per_pair, directed=self.directed,
+                               context=self.context, num_passages=self.num_passages)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
         result = retrieve(
             query, graph=self.graph_store, entity_index=_TracedIndex(self.entity_index, _child_config(  # type: ignore[arg-type]
-                run_manager, ENTITY_SEARCH_TAG)), llm=self._keyword_llm(run_manager), params=self.params,
-            **_overrides(k, kwargs))
+                run_manager, ENTITY_SEARCH_TAG)), passage_index=self.passage_index, llm=self._keyword_llm(run_manager),
+            params=self.params, **_overrides(k, kwargs))
         return _to_documents(result)
 
     async def _aget_relevant_documents(
@@ -152,8 +161,8 @@ class PathRAGRetriever(BaseRetriever):
     ) -> list[Document]:
         result = await aretrieve(
             query, graph=self.graph_store, entity_index=_TracedIndex(self.entity_index, _child_config(  # type: ignore[arg-type]
-                run_manager, ENTITY_SEARCH_TAG)), llm=self._keyword_llm(run_manager), params=self.params,
-            **_overrides(k, kwargs))
+                run_manager, ENTITY_SEARCH_TAG)), passage_index=self.passage_index, llm=self._keyword_llm(run_manager),
+            params=self.params, **_overrides(k, kwargs))
         return _to_documents(result)
 
     def _keyword_llm(

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from pathrag import Entity, Keywords, RetrievalResult, RetrievedItem, ScoredPath
 from pathrag.demo import demo_data, load_questions
+from pathrag.tokens import approximate_token_count
 from typer.testing import CliRunner
 
 from langchain_pathrag.cli import app, to_html, to_mermaid
@@ -101,8 +102,8 @@ def test_demo_prints_seeds_key_paths_hops_tokens_and_prompts() -> None:
         assert re.search(r"^Hops: \d+ paths: ", section, re.M)
         assert re.search(r"^Context: [\d,]+ tokens, \d paths", section, re.M)
         prompt = section.split(" tokens) ──", 1)[1].split("\n── end of prompt ─", 1)[0].split("\n", 1)[1]
-        assert prompt.startswith(f"Question: {q.question}\n\nRelational paths from the knowledge graph")
-        assert prompt.endswith("say that the knowledge graph does not cover it rather than guessing.")
+        assert prompt.startswith(f"Question: {q.question}\n\nSource passages, least to most relevant:")
+        assert prompt.endswith("say so rather than guessing.")
         assert len(re.findall(r"^Path \d \(\d hops?, reliability [\d.]+\):$", prompt, re.M)) == len(listed)
     assert "the reference path of 3 of 3 questions is among the key paths" in out
     assert "set OPENAI_API_KEY to have a model answer" in out
@@ -283,8 +284,9 @@ def test_query_context_only_prints_the_exact_prompt(store: Path) -> None:
     result = run("query", Q1.question, "--store", store, "--context-only", "--replay", DATA, *DEMO_KNOBS)
     assert result.exit_code == 0, result.output
     prompt = result.stdout
-    assert prompt.startswith(f"Question: {Q1.question}\n\nRelational paths from the knowledge graph")
-    assert prompt.rstrip().endswith("say that the knowledge graph does not cover it rather than guessing.")
+    assert prompt.startswith(f"Question: {Q1.question}\n\nSource passages, least to most relevant:")
+    assert prompt.rstrip().endswith("say so rather than guessing.")
+    assert prompt.index("\nPassage 1:\n") < prompt.index("\nPath 1 (")  # passages, then paths (most reliable last)
     blocks = re.findall(r"^Path (\d+) \(\d hops?, reliability ([0-9.]+)\):$", prompt, re.M)
     assert len(blocks) == len(paths_json(store)["items"])
     assert [float(s) for _, s in blocks] == sorted(float(s) for _, s in blocks)  # most reliable last
@@ -292,10 +294,19 @@ def test_query_context_only_prints_the_exact_prompt(store: Path) -> None:
 
 
 def test_query_context_budget_drops_the_least_reliable_paths(store: Path) -> None:
-    full = run("query", Q1.question, "--store", store, "--context-only", "--replay", DATA, *DEMO_KNOBS).stdout
-    small = run("query", Q1.question, "--store", store, "--context-only", "--max-tokens", "900", "--replay",
-                DATA, *DEMO_KNOBS).stdout
+    args = ("query", Q1.question, "--store", store, "--context-only", "--replay", DATA, "--context", "paths")
+    full = run(*args, *DEMO_KNOBS).stdout
+    small = run(*args, "--max-tokens", "900", *DEMO_KNOBS).stdout
+    assert full.startswith(f"Question: {Q1.question}\n\nRelational paths from the knowledge graph")
     assert 0 < small.count("\nPath ") < full.count("\nPath ")
+
+
+def test_query_default_context_keeps_its_budget_with_passages_and_paths(store: Path) -> None:
+    out = run("query", Q1.question, "--store", store, "--context-only", "--replay", DATA, "--max-tokens", "2500",
+              *DEMO_KNOBS).stdout
+    context = out[: out.rindex("\n\nAnswer the question above")]
+    assert "\nPassage 1:\n" in context and "\nPath 1 (" in context
+    assert approximate_token_count(context) <= 2500
 
 
 # -- errors: one line, non-zero exit, no traceback -----------------------------------------------------

@@ -25,7 +25,7 @@ from pathrag.extraction import (
     build_gleaning_prompt,
     parse_answers,
 )
-from pathrag.prompts import ANSWER_INSTRUCTIONS, KEYWORDS_PROMPT, build_summary_prompt
+from pathrag.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, KEYWORDS_PROMPT, build_summary_prompt
 from pathrag.retrieval import parse_keywords
 
 DATA = Path(str(demo_data()))
@@ -183,8 +183,8 @@ def test_demo_finds_each_questions_expected_path(demo_run) -> None:
 def test_demo_prompt_is_the_context_then_the_instructions(demo_run) -> None:
     for run in demo_run.questions:
         assert run.prompt.startswith(f"Question: {run.question.question}\n")
-        assert run.prompt.endswith(ANSWER_INSTRUCTIONS)
-        assert run.prompt == f"{run.context.text}\n\n{ANSWER_INSTRUCTIONS}"
+        assert run.context.instructions == EVIDENCE_INSTRUCTIONS  # the demo store has passages
+        assert run.prompt == f"{run.context.text}\n\n{EVIDENCE_INSTRUCTIONS}"
         blocks = re.findall(r"^Path \d+ \((\d) hops?, reliability ([0-9.]+)\):$", run.prompt, re.M)
         assert len(blocks) == len(run.result.paths)
         assert [float(score) for _, score in blocks] == sorted(float(score) for _, score in blocks)

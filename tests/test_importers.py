@@ -70,7 +70,8 @@ def test_lightrag_fields_map_onto_entities_relations_and_chunks():
     owns = store.get_relations([("MARA", "GULL")])[("MARA", "GULL")]
     assert owns.keywords == ("ownership", "maintenance", "repair") and owns.weight == 5.0
     assert chunks.get("chunk-b").text.startswith("Mara sails at night")
-    assert chunks.get("chunk-b").metadata == {"chunk_id": "chunk-b"}
+    # the chunk lists the entities its records name: retrieval starts the flow from the best passage's
+    assert chunks.get("chunk-b").metadata == {"chunk_id": "chunk-b", "entities": ["GULL", "IDA", "MARA"]}
 
 
 def test_imported_lightrag_graph_answers_queries_with_resolvable_sources():

@@ -11,7 +11,8 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from langchain_pathrag import PATHRAG_PROMPT, PathRAGIndexer, create_pathrag_chain, format_paths
-from pathrag.prompts import ANSWER_INSTRUCTIONS
+from pathrag.context import answer_prompt, result_context
+from pathrag.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS
 
 from .langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings
 
@@ -30,7 +31,7 @@ def streaming_model() -> GenericFakeChatModel:
 
 
 def test_final_prompt_has_the_question_first_and_paths_in_ascending_score_order():
-    retriever = indexer().as_retriever(llm=None, k=6)
+    retriever = indexer().as_retriever(llm=None, k=6, context="paths")
     llm = ScriptedChatModel(answer=ANSWER)
     assert create_pathrag_chain(retriever, llm).invoke(QUESTION) == ANSWER
     [prompt] = llm.prompts
@@ -59,10 +60,23 @@ def test_format_paths_puts_entity_fills_first_and_numbers_the_paths():
 
 
 def test_prompt_is_the_core_wording():
-    value = PATHRAG_PROMPT.invoke({"question": "Who?", "paths": "Path 1 ... {braces} stay"})
+    value = PATHRAG_PROMPT.invoke({"context": "Question: Who?\n\nPath 1 ... {braces} stay",
+                                   "instructions": EVIDENCE_INSTRUCTIONS})
     [message] = value.to_messages()
     assert message.type == "human"
     assert message.content.startswith("Question: Who?") and "{braces} stay" in message.content
+    assert message.content.endswith(EVIDENCE_INSTRUCTIONS)
+
+
+@pytest.mark.parametrize("budget", [None, 150, 400])
+def test_chain_prompt_is_the_core_prompt_for_the_same_question(budget):
+    """One context everywhere: the chain sends exactly answer_prompt(result_context(...)) of the core."""
+    built = indexer()
+    llm = ScriptedChatModel(answer=ANSWER)
+    create_pathrag_chain(built.as_retriever(llm=None), llm, max_tokens=budget).invoke(QUESTION)
+    core = answer_prompt(result_context(built.index.retrieve(QUESTION, keyword_llm=False), max_tokens=budget))
+    assert "\nPassage 1:\n" in core  # the default context holds passages
+    assert llm.prompts == [core]
 
 
 async def test_invoke_ainvoke_batch_stream_astream_agree():

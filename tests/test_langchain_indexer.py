@@ -212,7 +212,9 @@ async def test_vector_index_adapter_async_twins():
 def test_saved_store_files_are_compact_json(tmp_path):
     make(path=tmp_path).add_documents([HARBOUR])
     data = json.loads((tmp_path / STORE_FILES["chunks"]).read_text())
-    assert [entry["metadata"] for entry in data.values()] == [{"chunk_id": next(iter(data))}]
+    [metadata] = [entry["metadata"] for entry in data.values()]
+    assert metadata["chunk_id"] == next(iter(data)) and metadata["entities"] == sorted(metadata["entities"])
+    assert set(metadata) == {"chunk_id", "entities"} and metadata["entities"]
 
 
 def test_a_damaged_store_file_is_named_in_the_error(tmp_path):

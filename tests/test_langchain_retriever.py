@@ -39,7 +39,7 @@ def small_graph() -> tuple[NetworkXGraphStore, InMemoryVectorStore]:
 
 
 def test_documents_are_paths_best_first_with_metadata_and_stable_ids():
-    docs = indexer().as_retriever().invoke(QUESTION)
+    docs = indexer().as_retriever(context="paths", ).invoke(QUESTION)
     assert len(docs) == 15  # top_k defaults to the paper's K
     scores = [d.metadata["score"] for d in docs]
     assert scores == sorted(scores, reverse=True)
@@ -49,13 +49,13 @@ def test_documents_are_paths_best_first_with_metadata_and_stable_ids():
         assert doc.metadata["source_ids"] and all(s.startswith("chunk-") for s in doc.metadata["source_ids"])
         assert all(node in doc.page_content for node in doc.metadata["nodes"])
     assert len({d.id for d in docs}) == len(docs)
-    assert [d.id for d in indexer().as_retriever().invoke(QUESTION)] == [d.id for d in docs]
+    assert [d.id for d in indexer().as_retriever(context="paths", ).invoke(QUESTION)] == [d.id for d in docs]
 
 
 def test_k_on_the_constructor_and_per_call():
-    retriever = indexer().as_retriever(k=4)
+    retriever = indexer().as_retriever(context="paths", k=4)
     assert retriever.top_k == 4 and len(retriever.invoke(QUESTION)) == 4
-    assert len(indexer().as_retriever(top_k=2).invoke(QUESTION)) == 2
+    assert len(indexer().as_retriever(context="paths", top_k=2).invoke(QUESTION)) == 2
     assert len(retriever.invoke(QUESTION, k=1)) == 1
     assert len(retriever.invoke(QUESTION, k=0)) == 0
     assert [len(docs) for docs in retriever.batch([QUESTION, ""], k=2)] == [2, 0]
@@ -63,7 +63,7 @@ def test_k_on_the_constructor_and_per_call():
 
 
 async def test_async_and_sync_give_the_same_documents():
-    retriever = indexer().as_retriever(k=6)
+    retriever = indexer().as_retriever(context="paths", k=6)
     assert await retriever.ainvoke(QUESTION) == retriever.invoke(QUESTION)
     assert await retriever.ainvoke(QUESTION, k=2) == retriever.invoke(QUESTION, k=2)
 
@@ -73,7 +73,8 @@ async def test_entity_fill_when_fewer_than_k_paths():
     retriever = PathRAGRetriever(graph_store=graph, entity_index=store, k=5)
     docs = retriever.invoke("Mara Gull Ida")
     assert [d.metadata["kind"] for d in docs] == ["path", "path", "path", "entity"]  # only 3 paths exist
-    assert docs[-1].metadata == {"kind": "entity", "score": 0.0, "nodes": ["IDA"], "hops": 0, "source_ids": []}
+    assert docs[-1].metadata == {"kind": "entity", "id": docs[-1].id, "score": 0.0, "nodes": ["IDA"], "hops": 0,
+                                 "source_ids": []}
     assert docs[-1].page_content == "IDA (person): An engineer."
     assert await retriever.ainvoke("Mara Gull Ida") == docs
     assert [d.metadata["kind"] for d in retriever.invoke("Mara Gull Ida", k=3)] == ["path"] * 3
@@ -88,15 +89,15 @@ def test_direct_construction_from_networkx_graph_and_core_vector_index():
 
 def test_keyword_model_is_asked_and_its_keywords_pick_the_seeds():
     llm = ScriptedChatModel()
-    docs = indexer().as_retriever(llm=llm, num_seeds=2, k=3).invoke(QUESTION)
+    docs = indexer().as_retriever(context="paths", llm=llm, num_seeds=2, k=3).invoke(QUESTION)
     assert len(llm.prompts) == 1 and f"Question: {QUESTION}" in llm.prompts[0]
     # keywords "Mara" and "Sea Wall" make those two the only seeds: every path joins them
     assert docs and all({d.metadata["nodes"][0], d.metadata["nodes"][-1]} == {"MARA", "SEA WALL"} for d in docs)
 
 
 def test_an_unusable_keyword_answer_falls_back_to_the_query():
-    without = indexer().as_retriever(llm=None, k=5).invoke(QUESTION)
-    confused = indexer().as_retriever(llm=ScriptedChatModel(keywords=False), k=5).invoke(QUESTION)
+    without = indexer().as_retriever(context="paths", llm=None, k=5).invoke(QUESTION)
+    confused = indexer().as_retriever(context="paths", llm=ScriptedChatModel(keywords=False), k=5).invoke(QUESTION)
     assert confused == without and len(without) == 5
 
 
@@ -120,7 +121,7 @@ class Recorder(BaseCallbackHandler):
 @pytest.mark.parametrize("use_async", [False, True])
 async def test_inner_calls_are_tagged_child_runs_of_the_retriever(use_async):
     recorder = Recorder()
-    retriever = indexer().as_retriever(llm=ScriptedChatModel(), k=2)
+    retriever = indexer().as_retriever(context="paths", llm=ScriptedChatModel(), k=2)
     config = {"callbacks": [recorder]}
     await retriever.ainvoke(QUESTION, config) if use_async else retriever.invoke(QUESTION, config)
     [root] = [run_id for run_id, (kind, parent, _) in recorder.runs.items() if kind == "retriever"]
@@ -131,7 +132,7 @@ async def test_inner_calls_are_tagged_child_runs_of_the_retriever(use_async):
 
 
 async def test_inner_runs_can_be_filtered_from_astream_events():
-    retriever = indexer().as_retriever(llm=ScriptedChatModel(), k=2)
+    retriever = indexer().as_retriever(context="paths", llm=ScriptedChatModel(), k=2)
     events = [e async for e in retriever.astream_events(QUESTION, version="v2")]
     tagged = {e["name"] for e in events if KEYWORDS_TAG in e["tags"] or ENTITY_SEARCH_TAG in e["tags"]}
     assert tagged == {"pathrag_keywords", "pathrag_entity_search"}
@@ -142,7 +143,7 @@ async def test_inner_runs_can_be_filtered_from_astream_events():
 
 
 async def test_empty_query_gives_no_documents():
-    retriever = indexer().as_retriever(llm=ScriptedChatModel())
+    retriever = indexer().as_retriever(context="paths", llm=ScriptedChatModel())
     assert retriever.invoke("") == [] and retriever.invoke("   ") == []
     assert await retriever.ainvoke("") == []
     assert retriever.llm.prompts == []  # nothing to ask about
@@ -150,7 +151,7 @@ async def test_empty_query_gives_no_documents():
 
 @pytest.mark.parametrize("query", [123, None, ["a question"]])
 async def test_non_string_query_is_a_type_error(query):
-    retriever = indexer().as_retriever()
+    retriever = indexer().as_retriever(context="paths", )
     with pytest.raises(TypeError, match="query must be a str"):
         retriever.invoke(query)
     with pytest.raises(TypeError, match="query must be a str"):
@@ -187,7 +188,7 @@ class FailingChatModel(ScriptedChatModel):
 @pytest.mark.parametrize("llm", [FailingChatModel(), FakeListChatModel(responses=['{"low_level": []}'])],
                          ids=["raises", "empty-keywords"])
 async def test_keyword_model_failure_is_not_a_dead_end(llm):
-    expected = indexer().as_retriever(llm=None, k=3).invoke(QUESTION)
-    retriever = indexer().as_retriever(llm=llm, k=3)
+    expected = indexer().as_retriever(context="paths", llm=None, k=3).invoke(QUESTION)
+    retriever = indexer().as_retriever(context="paths", llm=llm, k=3)
     assert retriever.invoke(QUESTION) == expected and len(expected) == 3
     assert await retriever.ainvoke(QUESTION) == expected

@@ -86,22 +86,22 @@ def test_add_texts_bad_input_is_a_clear_error():
 
 def test_search_kwargs_mean_the_retriever_fields():
     indexer = PathRAGIndexer.from_documents([HARBOUR, WALL], ScriptedChatModel(), embeddings())
-    retriever = indexer.as_retriever(search_kwargs={"k": 2, "num_seeds": 5, "max_hops": 2})
+    retriever = indexer.as_retriever(context="paths", search_kwargs={"k": 2, "num_seeds": 5, "max_hops": 2})
     assert (retriever.top_k, retriever.num_seeds, retriever.max_hops) == (2, 5, 2)
     docs = retriever.invoke(QUESTION)
-    assert len(docs) == 2 and docs == indexer.as_retriever(k=2, num_seeds=5, max_hops=2).invoke(QUESTION)
-    assert indexer.as_retriever(search_kwargs={"top_k": 1}, llm=None).invoke(QUESTION)[0] in docs
-    assert indexer.as_retriever(search_kwargs={"k": 3}, top_k=3).top_k == 3  # the same value twice is fine
+    assert len(docs) == 2 and docs == indexer.as_retriever(context="paths", k=2, num_seeds=5, max_hops=2).invoke(QUESTION)
+    assert indexer.as_retriever(context="paths", search_kwargs={"top_k": 1}, llm=None).invoke(QUESTION)[0] in docs
+    assert indexer.as_retriever(context="paths", search_kwargs={"k": 3}, top_k=3).top_k == 3  # the same value twice is fine
     with pytest.raises(ValueError, match="conflicts with top_k=3"):
-        indexer.as_retriever(search_kwargs={"k": 3}, top_k=4)
+        indexer.as_retriever(context="paths", search_kwargs={"k": 3}, top_k=4)
     with pytest.raises(ValueError, match="unknown retriever parameter 'fetch_k'.*num_seeds"):
-        indexer.as_retriever(search_kwargs={"fetch_k": 20})
+        indexer.as_retriever(context="paths", search_kwargs={"fetch_k": 20})
     with pytest.raises(ValueError, match="no search_type"):
-        indexer.as_retriever(search_type="mmr")
+        indexer.as_retriever(context="paths", search_type="mmr")
     with pytest.raises(ValueError, match="unknown retriever parameter 'graph_store'"):
-        indexer.as_retriever(graph_store=indexer.graph_store)
+        indexer.as_retriever(context="paths", graph_store=indexer.graph_store)
     with pytest.raises(TypeError, match="search_kwargs must be a dict"):
-        indexer.as_retriever(search_kwargs=3)
+        indexer.as_retriever(context="paths", search_kwargs=3)
 
 
 # -- the Indexing API ---------------------------------------------------------------------------------
@@ -151,7 +151,7 @@ class Sync:
         indexer = PathRAGIndexer(ScriptedChatModel(), embeddings())
         records = InMemoryRecordManager("pathrag/fresh")
         records.create_schema()
-        await self(split_documents(sources), records, indexer.as_document_index(), cleanup="incremental")
+        await self(split_documents(sources), records, indexer.as_document_index(context="paths", ), cleanup="incremental")
         return indexer
 
 
@@ -160,7 +160,7 @@ async def test_indexing_api_keeps_the_graph_in_sync_with_the_sources(use_async):
     run = Sync(use_async)
     llm = ScriptedChatModel()
     indexer = PathRAGIndexer(llm, embeddings())
-    destination = indexer.as_document_index()
+    destination = indexer.as_document_index(context="paths", )
     records = InMemoryRecordManager("pathrag/test")
     await records.acreate_schema()
     sources = {name: list(chunks) for name, chunks in SOURCES.items()}
@@ -206,7 +206,7 @@ async def test_indexing_api_keeps_the_graph_in_sync_with_the_sources(use_async):
 
     # the destination also retrieves key paths, as the indexer's retriever does
     question = "How is Ida connected to Mara?"
-    assert destination.invoke(question) == indexer.as_retriever().invoke(question)
+    assert destination.invoke(question) == indexer.as_retriever(context="paths", ).invoke(question)
     assert len(await destination.ainvoke(question, k=1)) == 1
 
 
@@ -224,10 +224,10 @@ async def test_indexing_whole_documents_re_extracts_only_the_changed_chunks():
         return [Document(page_content=text, metadata={"source": name}) for name, text in whole.items()]
 
     options = {"cleanup": "incremental", "source_id_key": "source", "key_encoder": "sha256"}
-    assert index(docs(), records, indexer.as_document_index(), **options)["num_added"] == 3
+    assert index(docs(), records, indexer.as_document_index(context="paths", ), **options)["num_added"] == 3
     calls = len(llm.prompts)
     whole["wall.md"] = "\n\n".join([SOURCES["wall.md"][0], EDITED])
-    result = index(docs(), records, indexer.as_document_index(), **options)
+    result = index(docs(), records, indexer.as_document_index(context="paths", ), **options)
     assert (result["num_added"], result["num_deleted"], result["num_skipped"]) == (1, 1, 2)
     new_prompts = llm.prompts[calls:]
     assert new_prompts and all("Flooded in spring." in p for p in new_prompts)  # the unchanged chunk is reused
@@ -239,7 +239,7 @@ async def test_indexing_whole_documents_re_extracts_only_the_changed_chunks():
 
 async def test_document_index_contract_and_bad_input():
     indexer = PathRAGIndexer(ScriptedChatModel(), embeddings())
-    destination = indexer.as_document_index(search_kwargs={"k": 2})
+    destination = indexer.as_document_index(context="paths", search_kwargs={"k": 2})
     assert isinstance(destination, PathRAGDocumentIndex) and destination.retriever.top_k == 2
     assert destination.upsert([HARBOUR, WALL]) == {"succeeded": ["harbour", "wall"], "failed": []}
     assert [d.id for d in await destination.aget(["wall", "missing"])] == ["wall"]
@@ -274,12 +274,12 @@ async def test_a_chunk_that_keeps_failing_is_not_recorded_as_indexed():
     docs = split_documents(SOURCES)
     options = {"cleanup": "incremental", "source_id_key": "source", "key_encoder": "sha256"}
     with pytest.raises(IndexingException, match="failed extraction.*run the indexing again"):
-        index(docs, records, indexer.as_document_index(), **options)
+        index(docs, records, indexer.as_document_index(context="paths", ), **options)
     assert records.list_keys() == []  # nothing marked done: the next run upserts the batch again
     assert "MARA" in graph(indexer)[0]  # what worked is saved
     llm.down = False
     calls = len(llm.prompts)
-    assert index(docs, records, indexer.as_document_index(), **options)["num_added"] == len(docs)
+    assert index(docs, records, indexer.as_document_index(context="paths", ), **options)["num_added"] == len(docs)
     retried = llm.prompts[calls:]
     assert retried and all("Sea Wall" in p for p in retried)  # only the failed chunks cost calls
     assert "SEA WALL" in graph(indexer)[0]

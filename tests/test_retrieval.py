@@ -87,7 +87,7 @@ def test_path_sources_are_the_union_of_entity_and_relation_chunks(index):
 
 
 def test_fill_with_seed_entities_when_paths_are_few(index):
-    result = index.retrieve("Lone Buoy", keyword_llm=False, num_seeds=1, top_k=3)
+    result = index.retrieve("Lone Buoy", keyword_llm=False, num_seeds=1, top_k=3, context="paths")
     assert [(i.kind, i.nodes) for i in result.items] == [("entity", ("LONE BUOY",))]
     assert result.items[0].text == "LONE BUOY (object): A buoy nobody links to anything."
 

@@ -11,8 +11,16 @@ from .graph import GraphStore, Neighborhood, NetworkXGraphStore, as_graph_store
 from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
 from .llm import LanguageModel, as_language_model
 from .models import Entity, Relation, ScoredPath
-from .retrieval import Keywords, RetrievalParams, RetrievalResult, RetrievedItem, aretrieve, retrieve
-from .pruning import afind_key_paths, apropagate_resources, find_key_paths, propagate_resources
+from .models import Keywords, RetrievalResult, RetrievedItem
+from .retrieval import RetrievalParams, aretrieve, retrieve
+from .pruning import (
+    afind_key_paths,
+    apropagate_resources,
+    aspread_resources,
+    find_key_paths,
+    propagate_resources,
+    spread_resources,
+)
 from .vectors import Embedder, HashingEmbedder, InMemoryVectorIndex, VectorHit, VectorIndex, VectorItem
 
 __all__ = [
@@ -45,6 +53,8 @@ __all__ = [
     "as_language_model",
     "find_key_paths",
     "propagate_resources",
+    "aspread_resources",
+    "spread_resources",
     "retrieve",
 ]
 

@@ -1,9 +1,19 @@
-"""From scored paths to text: how a path reads, and how paths are laid out for the answering model.
+"""From retrieved evidence to text: how a path reads, and how evidence is laid out for the answering model.
 
 A path is written as a walk: each entity (name, type, description), and between two entities the
 relation joining them, always written in its recorded direction (``SOURCE -> TARGET``) even when the
-walk goes against it. The context puts the query first and then the paths in *ascending* reliability,
-so the most reliable path sits last, next to where the model starts writing (PathRAG, Sec. 3.3).
+walk goes against it. Every context puts the query first and the evidence in *ascending* order, so the
+most reliable item sits last, next to where the model starts writing (PathRAG, Sec. 3.3).
+
+:func:`result_context` is the one builder every entry point uses (CLI, LangChain chain, LlamaIndex
+query engine). Two layouts:
+
+* ``"paths"`` (the paper): the key paths only, least to most reliable (:func:`build_context`).
+* ``"evidence"`` (the default): source passages, least to most relevant, then the paths. Within a
+  budget, passages first take up to ``1 - path_share`` of it; then come the paths that bring a fact
+  from a passage the context does not already hold (under a budget, a path whose every source is in
+  the context only repeats it); what is left goes to more passages. Without passages it is the paths
+  layout.
 
 >>> from pathrag import Entity, Relation, ScoredPath
 >>> path = ScoredPath(nodes=("ALICE", "BOB"), score=0.9)
@@ -18,22 +28,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .graph import GraphStore
-from .models import Entity, Relation, ScoredPath
-from .prompts import ANSWER_INSTRUCTIONS, CONTEXT_TEMPLATE
+from .models import Entity, Relation, RetrievalResult, RetrievedItem, ScoredPath
+from .prompts import ANSWER_INSTRUCTIONS, CONTEXT_TEMPLATE, EVIDENCE_INSTRUCTIONS, EVIDENCE_TEMPLATE
 from .tokens import TokenCounter, count_tokens
 
-if TYPE_CHECKING:  # retrieval imports this module
-    from .retrieval import RetrievalResult
+#: The share of a budget that paths may take before passages fill the rest (a tenth: room for the
+#: key paths that bring facts from outside the passages, while passages carry most of the text).
+PATH_SHARE = 0.1
 
 __all__ = [
+    "PATH_SHARE",
     "PathContext",
     "answer_prompt",
     "result_context",
     "abuild_path_texts",
     "build_context",
+    "build_evidence_context",
     "build_path_texts",
     "format_path_blocks",
     "render_entity",
@@ -103,12 +115,16 @@ async def abuild_path_texts(store: GraphStore, paths: Sequence[ScoredPath]) -> l
 
 @dataclass(frozen=True)
 class PathContext:
-    """The laid-out context: ``text``, the paths it holds (ascending), and its token count."""
+    """The laid-out context: ``text``, the paths it holds (ascending), its token count, how many
+    retrieved items did not fit, the items it holds in the order shown, and the answer instructions
+    that go after it."""
 
     text: str
     paths: tuple[ScoredPath, ...]
     tokens: int
     dropped: int
+    items: tuple[RetrievedItem, ...] = ()
+    instructions: str = ANSWER_INSTRUCTIONS
 
 
 def _block(number: int, path: ScoredPath, text: str) -> str:
@@ -167,14 +183,111 @@ def build_context(
     return PathContext(text=body, paths=tuple(p for p, _ in kept), tokens=tokens, dropped=len(ranked) - len(kept))
 
 
+def _graph_block(number: int, item: RetrievedItem) -> str:
+    if item.path is not None:
+        return _block(number, item.path, item.text)
+    return f"Entity {number} (on no path):\n{item.text}"
+
+
+def _passage_block(number: int, item: RetrievedItem) -> str:
+    return f"Passage {number}:\n{item.text}"
+
+
+def _evidence_text(query: str, passages: Sequence[RetrievedItem], graph: Sequence[RetrievedItem]) -> str:
+    """The evidence layout of items already in display order (least relevant first)."""
+    graph_text = "\n\n".join(_graph_block(i, item) for i, item in enumerate(graph, start=1))
+    if not passages:
+        return CONTEXT_TEMPLATE.format(question=query, paths=graph_text or "(no paths found)")
+    passage_text = "\n\n".join(_passage_block(i, item) for i, item in enumerate(passages, start=1))
+    return EVIDENCE_TEMPLATE.format(question=query, passages=passage_text, paths=graph_text or "(no paths found)")
+
+
+def build_evidence_context(
+    query: str,
+    items: Sequence[RetrievedItem],
+    *,
+    max_tokens: int | None = None,
+    token_counter: TokenCounter | None = None,
+    path_share: float = PATH_SHARE,
+) -> PathContext:
+    """Lay out the query, then passages (least to most relevant), then paths and fill (least to most
+    reliable), within ``max_tokens``; see the module docstring for how the budget is shared.
+
+    >>> from pathrag import RetrievedItem, ScoredPath
+    >>> path = RetrievedItem("path", "p1", "A -> B", 1.2, ("A", "B"), ("c1", "c3"),
+    ...                      ScoredPath(nodes=("A", "B"), score=1.2))
+    >>> best = RetrievedItem("passage", "c2", "B was founded by C.", 0.9, (), ("c2",))
+    >>> other = RetrievedItem("passage", "c1", "A met B.", 0.5, (), ("c1",))
+    >>> ctx = build_evidence_context("Who founded B?", [path, best, other], token_counter=len)
+    >>> [item.id for item in ctx.items]
+    ['c1', 'c2', 'p1']
+    """
+    if max_tokens is not None and max_tokens < 0:
+        raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+    if not 0 <= path_share <= 1:
+        raise ValueError(f"path_share must be in [0, 1], got {path_share}")
+    passages = sorted((i for i in items if i.kind == "passage"), key=lambda i: -i.score)
+    graph = sorted((i for i in items if i.kind != "passage"), key=lambda i: (i.path is None, -i.score, i.hops, i.nodes))
+    chosen: list[RetrievedItem] = []
+    held: set[str] = set()
+    used = count_tokens(_evidence_text(query, [], []) if not passages else
+                       EVIDENCE_TEMPLATE.format(question=query, passages="", paths=""), token_counter)
+
+    def cost(item: RetrievedItem) -> int:
+        block = _passage_block(len(items), item) if item.kind == "passage" else _graph_block(len(items), item)
+        return count_tokens("\n\n" + block, token_counter)
+
+    def take(candidates: Sequence[RetrievedItem], limit: float | None, *, new_facts_only: bool = False) -> None:
+        nonlocal used
+        for item in candidates:
+            if item.id in {c.id for c in chosen}:
+                continue
+            if new_facts_only and limit is not None and item.source_ids and set(item.source_ids) <= held:
+                continue
+            spend = cost(item)
+            if limit is not None and used + spend > limit:
+                continue
+            chosen.append(item)
+            held.update(item.source_ids if item.kind == "passage" else ())
+            used += spend
+
+    share = 1 - path_share if graph else 1
+    take(passages, None if max_tokens is None else max_tokens * share)
+    take(graph, max_tokens, new_facts_only=True)
+    take(passages, max_tokens)
+    shown_passages = [i for i in sorted(passages, key=lambda i: i.score) if i in chosen]
+    shown_graph = [i for i in reversed(graph) if i in chosen]
+    while True:  # joining can tokenize differently from the parts: check the whole once more
+        text = _evidence_text(query, shown_passages, shown_graph)
+        tokens = count_tokens(text, token_counter)
+        if max_tokens is None or tokens <= max_tokens or not (shown_passages or shown_graph):
+            break
+        (shown_passages if shown_passages else shown_graph).pop(0)
+    shown = (*shown_passages, *shown_graph)
+    return PathContext(text=text, paths=tuple(i.path for i in shown_graph if i.path is not None), tokens=tokens,
+                       dropped=len(items) - len(shown), items=shown,
+                       instructions=EVIDENCE_INSTRUCTIONS if shown_passages else ANSWER_INSTRUCTIONS)
+
+
 def result_context(result: RetrievalResult, *, max_tokens: int | None = None,
-                   token_counter: TokenCounter | None = None) -> PathContext:
-    """The context of a retrieval's paths (query first, most reliable path last), within ``max_tokens``."""
-    items = [item for item in result.items if item.path is not None]
-    return build_context(result.query, [item.path for item in items], [item.text for item in items],  # type: ignore[misc]
-                         max_tokens=max_tokens, token_counter=token_counter)
+                   token_counter: TokenCounter | None = None, path_share: float = PATH_SHARE) -> PathContext:
+    """The context of a retrieval, in the layout it was retrieved for (``result.context``), within
+    ``max_tokens``: the text the answering model sees between the question and the instructions.
+
+    ``"paths"``: the paper's, paths only (:func:`build_context`). ``"evidence"``: passages, then paths
+    and entity fill (:func:`build_evidence_context`).
+    """
+    if result.context == "paths":
+        items = [item for item in result.items if item.path is not None]
+        built = build_context(result.query, [item.path for item in items], [item.text for item in items],  # type: ignore[misc]
+                              max_tokens=max_tokens, token_counter=token_counter)
+        by_path = {item.path: item for item in items}
+        return PathContext(built.text, built.paths, built.tokens, built.dropped,
+                           tuple(by_path[p] for p in built.paths), ANSWER_INSTRUCTIONS)
+    return build_evidence_context(result.query, result.items, max_tokens=max_tokens, token_counter=token_counter,
+                                  path_share=path_share)
 
 
 def answer_prompt(context: PathContext) -> str:
     """The exact prompt an answering model gets: the laid-out context, then the answer instructions."""
-    return f"{context.text}\n\n{ANSWER_INSTRUCTIONS}"
+    return f"{context.text}\n\n{context.instructions}"

@@ -1,7 +1,8 @@
 """Bring knowledge graphs built by other tools into a pathrag store, without a single LLM call.
 
-Three sources: a LightRAG or PathRAG working directory, LangChain graph documents, and a LlamaIndex
-property graph store (the last two by duck typing: neither framework is imported). The target is a
+Four sources: a LightRAG or PathRAG working directory, HippoRAG's OpenIE triples, LangChain graph
+documents, and a LlamaIndex property graph store (the last two by duck typing: neither framework is
+imported). The target is a
 :class:`~pathrag.GraphStore` (optionally with vector indexes) or a :class:`~pathrag.PathRAGIndex`,
 whose graph and vector indexes are then used; call ``index.save()`` afterwards to persist it.
 
@@ -39,6 +40,13 @@ edge ``source_id``                  ``Relation.source_ids``
 ``vdb_relationships.json``,         ``src_id``/``tgt_id``; ``__id__``) give the vectors of the matching
 ``vdb_chunks.json``                 items instead of re-embedding; items without a row are embedded
 ==================================  ====================================================================
+
+HippoRAG OpenIE JSON (``{"docs": [...]}`` or the list itself; one item per passage): ``passage`` (else
+``title`` + newline + ``text``, else ``text``) → one chunk whose id is :func:`pathrag.indexing.chunk_id` of
+the text, cited by everything extracted from it; ``extracted_entities`` → entities (no type, no
+description); each ``extracted_triples`` row ``[subject, predicate, object]`` → a relation subject → object
+with keyword ``predicate`` and description ``"subject predicate object"`` (the triple read as a
+sentence). Rows that are not three non-empty strings are skipped and counted.
 
 LangChain graph documents (anything with ``.nodes``, ``.relationships`` and ``.source``): ``Node.id`` →
 name, ``Node.type`` → type (the default ``Node`` → empty), ``properties["description"]`` → description;
@@ -84,12 +92,12 @@ import numpy as np
 
 from .extraction import _clean_text, _keywords, normalize_name, normalize_type
 from .graph import GraphStore
-from .indexing import PathRAGIndex, chunk_id, entity_vector_id, entity_vector_item, relation_vector_id, relation_vector_item
+from .indexing import PathRAGIndex, chunk_id, chunk_metadata, entity_vector_id, entity_vector_item, relation_vector_id, relation_vector_item
 from .merging import join_descriptions, merge_entity, merge_relation, relation_key
 from .models import Entity, Relation
 from .vectors import VectorIndex, VectorItem
 
-__all__ = ["ImportSummary", "import_graph_documents", "import_lightrag", "import_property_graph"]
+__all__ = ["ImportSummary", "import_graph_documents", "import_lightrag", "import_openie", "import_property_graph"]
 
 SEP = "<SEP>"
 LIGHTRAG_GRAPH = "graph_chunk_entity_relation.graphml"
@@ -163,6 +171,19 @@ class _Collector:
             source=a, target=b, description=_description(descriptions), keywords=_keywords(_strings(keywords)),
             weight=_weight(weight), source_ids=_strings(source_ids)))
 
+    def _mentions(self) -> dict[str, set[str]]:
+        """Chunk id -> the entity names its records name (relation ends included)."""
+        found: dict[str, set[str]] = {}
+        for name, records in self.entities.items():
+            for record in records:
+                for cid in record.source_ids:
+                    found.setdefault(cid, set()).add(name)
+        for (a, b), records in self.relations.items():
+            for record in records:
+                for cid in record.source_ids:
+                    found.setdefault(cid, set()).update((a, b))
+        return found
+
     def write(
         self,
         target: _Target,
@@ -181,10 +202,12 @@ class _Collector:
         entities = [merge_entity(name, self.entities.get(name, []), extra_source_ids=endpoint_sources.get(name, ()))
                     for name in dict.fromkeys([*self.entities, *endpoint_sources])]
         relations = [merge_relation(records) for records in grouped.values()]
+        mentions = self._mentions()
         items = {
             "entities": [entity_vector_item(e) for e in entities],
             "relations": [relation_vector_item(r, directed=directed) for r in relations],
-            "chunks": [VectorItem(cid, text, {"chunk_id": cid}) for cid, text in self.chunks.items()],
+            "chunks": [VectorItem(cid, text, chunk_metadata(cid, mentions.get(cid, ())))
+                       for cid, text in self.chunks.items()],
         }
         for name, index in indexes.items():
             if index is None:
@@ -249,6 +272,90 @@ def import_lightrag(
     vectors = _lightrag_vectors(root, target) if reuse_vectors else None
     return collector.write(target, ImportSummary(documents=len(documents)),
                            document_id or f"import:lightrag:{root.resolve().name}", vectors)
+
+
+def import_openie(
+    source: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Any],
+    store: GraphStore | PathRAGIndex,
+    *,
+    entity_index: VectorIndex | None = None,
+    relation_index: VectorIndex | None = None,
+    chunk_index: VectorIndex | None = None,
+    document_id: str | None = None,
+) -> ImportSummary:
+    """Import HippoRAG-style OpenIE results: passages with their entities and ``[s, p, o]`` triples.
+
+    ``source`` is a JSON file or its parsed content. Each passage becomes a chunk with its real text,
+    so every entity and relation cites the passage it came from (see the module docstring for the
+    mapping). Malformed rows are skipped and counted in ``summary.skipped``, never raised.
+
+    Args:
+        source: path of the OpenIE JSON file, or the loaded ``{"docs": [...]}`` object or docs list.
+        store: a graph store or a :class:`~pathrag.PathRAGIndex` to import into.
+        document_id: the import's document id in an index (default ``import:openie:<file name>``).
+
+    Raises:
+        ValueError: the file cannot be read or holds no list of passages.
+
+    >>> from pathrag import NetworkXGraphStore
+    >>> docs = [{"passage": "Ada works at the Lab.", "extracted_entities": ["Ada", "Lab"],
+    ...          "extracted_triples": [["Ada", "works at", "Lab"], ["Ada", "only two"]]}]
+    >>> store = NetworkXGraphStore()
+    >>> summary = import_openie(docs, store)
+    >>> (summary.entities, summary.relations, summary.chunks, summary.skipped)
+    (2, 1, 1, 1)
+    >>> store.get_relations([("ADA", "LAB")])[("ADA", "LAB")].description
+    'Ada works at Lab'
+    """
+    name = "openie"
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        name = path.stem
+        try:
+            source = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"cannot read {path}: {exc}") from exc
+    docs = source.get("docs") if isinstance(source, Mapping) else source
+    if isinstance(docs, (str, bytes)) or not isinstance(docs, Sequence):
+        raise ValueError("OpenIE data should be a list of passages or an object with a 'docs' list")
+    target = _Target.of(store, entity_index, relation_index, chunk_index)
+    collector = _Collector()
+    summary = ImportSummary()
+    for doc in docs:
+        text = _openie_passage(doc)
+        if text is None:
+            collector.skipped += 1
+            continue
+        summary.documents += 1
+        sources = (chunk_id(text),)
+        collector.chunks[sources[0]] = text
+        entities = doc.get("extracted_entities")
+        for entity in entities if isinstance(entities, list) else ():
+            if isinstance(entity, str) and entity.strip():
+                collector.entity(entity, "", [], sources)
+            else:
+                collector.skipped += 1
+        triples = doc.get("extracted_triples")
+        for row in triples if isinstance(triples, list) else ():
+            if not (isinstance(row, (list, tuple)) and len(row) == 3
+                    and all(isinstance(part, str) and part.strip() for part in row)):
+                collector.skipped += 1
+                continue
+            subject, predicate, obj = (" ".join(part.split()) for part in row)
+            collector.relation(subject, obj, [f"{subject} {predicate} {obj}"], [predicate], 1.0, sources)
+    return collector.write(target, summary, document_id or f"import:openie:{name}")
+
+
+def _openie_passage(doc: Any) -> str | None:
+    """The passage text of one OpenIE item (``None`` when it has none)."""
+    if not isinstance(doc, Mapping):
+        return None
+    text = doc.get("passage")
+    if not (isinstance(text, str) and text.strip()):
+        title, body = doc.get("title"), doc.get("text")
+        if isinstance(body, str) and body.strip():
+            text = f"{title}\n{body}" if isinstance(title, str) and title.strip() else body
+    return text.strip() if isinstance(text, str) and text.strip() else None
 
 
 def import_graph_documents(

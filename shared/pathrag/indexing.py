@@ -36,7 +36,7 @@ import os
 import shutil
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Iterator, MutableMapping  # (kept apart: the rows the store fetches lazily)
@@ -118,6 +118,20 @@ def entity_vector_id(name: str) -> str:
 
 def relation_vector_id(key: tuple[str, str]) -> str:
     return f"rel-{_digest(*key)}"
+
+
+def chunk_metadata(cid: str, entities: Iterable[str]) -> dict[str, Any]:
+    """A chunk vector's metadata: its id and the entities extracted from it (retrieval starts the flow
+    from the best passage's entities)."""
+    return {"chunk_id": cid, "entities": sorted(set(entities))}
+
+
+def _mentioned(chunk: Mapping[str, Any]) -> list[str]:
+    """The entity names a chunk's extraction records name, relation ends included."""
+    names = [e["name"] for e in chunk.get("entities", ())]
+    for r in chunk.get("relations", ()):
+        names += [r["source"], r["target"]]
+    return names
 
 
 def entity_vector_item(entity: Entity) -> VectorItem:
@@ -464,19 +478,19 @@ class PathRAGIndex:
         return run_sync(self.aadd_records(document_id, entities, relations))
 
     def retrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
-        """Key paths for ``query`` from this index (see :func:`pathrag.retrieval.retrieve`).
+        """Key paths and source passages for ``query`` from this index (see :func:`pathrag.retrieval.retrieve`).
 
         The index's LLM extracts the query keywords unless ``keyword_llm=False``.
         """
         with self._read_snapshot():
-            return retrieve(query, graph=self.graph, entity_index=self.entity_index,
+            return retrieve(query, graph=self.graph, entity_index=self.entity_index, passage_index=self.chunk_index,
                             llm=self.llm if keyword_llm else None, **params)
 
     async def aretrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
         """Async twin of :meth:`retrieve`."""
         with self._read_snapshot():
             return await aretrieve(query, graph=self.graph, entity_index=self.entity_index,
-                                   llm=self.llm if keyword_llm else None, **params)
+                                   passage_index=self.chunk_index, llm=self.llm if keyword_llm else None, **params)
 
     def _read_snapshot(self) -> contextlib.AbstractContextManager[None]:
         """One committed state for a whole retrieval, while writes go on (a no-op without a store)."""
@@ -847,7 +861,8 @@ class PathRAGIndex:
         gone = sorted(cid for cid in released if not self.chunks.get(cid, {}).get("refs"))
         await self.chunk_index.adelete([cid for cid in gone if self.chunks.get(cid, {}).get("text")])
         await self.chunk_index.aupsert([
-            VectorItem(cid, self.chunks[cid]["text"], {"chunk_id": cid}) for cid in dict.fromkeys(added)])
+            VectorItem(cid, self.chunks[cid]["text"], chunk_metadata(cid, _mentioned(self.chunks[cid])))
+            for cid in dict.fromkeys(added)])
         for cid in gone:
             chunk = self.chunks.pop(cid, None)
             if chunk is not None:

@@ -1,7 +1,9 @@
-"""The data model shared by every part of pathrag: entities, relations and scored paths.
+"""The data model shared by every part of pathrag: entities, relations, scored paths, and what a
+retrieval returns.
 
-All three are immutable pydantic models, so they can be cached, compared and serialised
-(``model_dump`` / ``model_validate``) without surprises.
+Entities, relations and paths are immutable pydantic models, so they can be cached, compared and
+serialised (``model_dump`` / ``model_validate``) without surprises. A retrieval's result types are plain
+dataclasses that hold them.
 
 >>> from pathrag import Entity, Relation
 >>> alice = Entity(name="ALICE", type="person", description="A ship's navigator.")
@@ -11,9 +13,12 @@ All three are immutable pydantic models, so they can be cached, compared and ser
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["Entity", "Relation", "ScoredPath"]
+__all__ = ["Entity", "Keywords", "Relation", "RetrievalResult", "RetrievedItem", "ScoredPath"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -108,3 +113,64 @@ class ScoredPath(BaseModel):
     def edges(self) -> tuple[tuple[str, str], ...]:
         """Consecutive node pairs in walking order (not necessarily the recorded relation direction)."""
         return tuple(zip(self.nodes, self.nodes[1:]))
+
+
+@dataclass(frozen=True)
+class Keywords:
+    """A query's keywords: high-level (themes) and low-level (names), as the keyword prompt splits them."""
+
+    high_level: tuple[str, ...] = ()
+    low_level: tuple[str, ...] = ()
+
+
+ItemKind = Literal["path", "passage", "entity"]
+
+
+@dataclass(frozen=True)
+class RetrievedItem:
+    """One piece of retrieved evidence.
+
+    ``kind`` says what it is: a key ``path`` (its :class:`ScoredPath` in ``path``, score = reliability),
+    a source ``passage`` (a chunk's text, ``id`` = the chunk id, score = its evidence score), or a seed
+    ``entity`` given as fill when too few paths exist. ``source_ids`` are the chunks it comes from.
+    """
+
+    kind: ItemKind
+    id: str
+    text: str
+    score: float
+    nodes: tuple[str, ...]
+    source_ids: tuple[str, ...]
+    path: ScoredPath | None = None
+
+    @property
+    def hops(self) -> int:
+        return max(len(self.nodes) - 1, 0)
+
+    def metadata(self) -> dict[str, Any]:
+        """JSON-friendly metadata for a framework document or node."""
+        return {"kind": self.kind, "id": self.id, "score": self.score, "nodes": list(self.nodes),
+                "hops": self.hops, "source_ids": list(self.source_ids)}
+
+
+@dataclass
+class RetrievalResult:
+    """Everything a query produced: key paths best first, then entity fill, then passages best first.
+
+    ``context`` is the layout it was retrieved for (``"evidence"`` or ``"paths"``, see
+    :mod:`pathrag.context`).
+    """
+
+    query: str
+    keywords: Keywords
+    seeds: list[str]
+    items: list[RetrievedItem] = field(default_factory=list)
+    context: str = "evidence"
+
+    @property
+    def paths(self) -> list[RetrievedItem]:
+        return [item for item in self.items if item.kind == "path"]
+
+    @property
+    def passages(self) -> list[RetrievedItem]:
+        return [item for item in self.items if item.kind == "passage"]

@@ -30,7 +30,9 @@ __all__ = [
     "SUMMARY_PROMPT",
     "KEYWORDS_PROMPT",
     "CONTEXT_TEMPLATE",
+    "EVIDENCE_TEMPLATE",
     "ANSWER_INSTRUCTIONS",
+    "EVIDENCE_INSTRUCTIONS",
     "ANSWER_TEMPLATE",
     "build_summary_prompt",
 ]
@@ -174,3 +176,16 @@ Relational paths from the knowledge graph, least to most reliable:
 ANSWER_INSTRUCTIONS = """Answer the question above using only the relational paths. The later a path appears, the more reliable it is; prefer it when paths disagree. Mention the entities your answer relies on. If the paths do not contain what the question asks, say that the knowledge graph does not cover it rather than guessing."""
 
 ANSWER_TEMPLATE = CONTEXT_TEMPLATE + "\n\n" + ANSWER_INSTRUCTIONS
+
+#: The default context: source passages, then the relational paths (most reliable last).
+EVIDENCE_TEMPLATE = """Question: {question}
+
+Source passages, least to most relevant:
+
+{passages}
+
+Relational paths from the knowledge graph, least to most reliable:
+
+{paths}"""
+
+EVIDENCE_INSTRUCTIONS = """Answer the question above using only the passages and relational paths. Later passages are more relevant and later paths more reliable; prefer them when sources disagree. A question may need several facts chained together: follow the entities from one passage or path to the next. If the evidence does not contain what the question asks, say so rather than guessing."""

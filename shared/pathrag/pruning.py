@@ -35,7 +35,14 @@ import networkx as nx
 from .graph import GraphStore, Neighborhood, as_graph_store
 from .models import ScoredPath
 
-__all__ = ["propagate_resources", "apropagate_resources", "find_key_paths", "afind_key_paths"]
+__all__ = [
+    "afind_key_paths",
+    "apropagate_resources",
+    "aspread_resources",
+    "find_key_paths",
+    "propagate_resources",
+    "spread_resources",
+]
 
 Request = tuple[dict[str, "int | None"], frozenset[str]]
 """One hop's batched question to the store: node -> degree limit, and the ``keep`` set."""
@@ -286,6 +293,62 @@ async def apropagate_resources(
     params = _Params.checked(alpha, theta, max_hops, directed)
     store = as_graph_store(graph)
     return _resources(await _run_async(store, _propagate([start], params, complete=True), params.directed))
+
+
+def _starts(starts: Iterable[str]) -> list[str]:
+    if isinstance(starts, str):
+        raise TypeError("starts must be a collection of node names, not a single string")
+    return sorted(set(starts))
+
+
+def _spread(runs: list[_Propagation]) -> dict[str, float]:
+    total: dict[str, float] = {}
+    for run in runs:
+        for node, amount in _resources([run]).items():
+            total[node] = total.get(node, 0.0) + amount
+    return total
+
+
+def spread_resources(
+    graph: GraphStore | nx.Graph,
+    starts: Iterable[str],
+    *,
+    alpha: float = 0.8,
+    theta: float = 0.05,
+    max_hops: int | None = 3,
+    directed: bool = False,
+) -> dict[str, float]:
+    """The resource every node receives from all ``starts`` together: each start's propagation (as in
+    :func:`propagate_resources`) summed, run in lockstep with one store request per hop.
+
+    >>> import networkx as nx
+    >>> spread_resources(nx.path_graph(["a", "b", "c"]), ["a", "c"])
+    {'a': 1.32, 'b': 1.6, 'c': 1.32}
+    """
+    params = _Params.checked(alpha, theta, max_hops, directed)
+    store = as_graph_store(graph)
+    unique = _starts(starts)
+    if not unique:
+        return {}
+    return _spread(_run_sync(store, _propagate(unique, params, complete=True), params.directed))
+
+
+async def aspread_resources(
+    graph: GraphStore | nx.Graph,
+    starts: Iterable[str],
+    *,
+    alpha: float = 0.8,
+    theta: float = 0.05,
+    max_hops: int | None = 3,
+    directed: bool = False,
+) -> dict[str, float]:
+    """Async twin of :func:`spread_resources`."""
+    params = _Params.checked(alpha, theta, max_hops, directed)
+    store = as_graph_store(graph)
+    unique = _starts(starts)
+    if not unique:
+        return {}
+    return _spread(await _run_async(store, _propagate(unique, params, complete=True), params.directed))
 
 
 def find_key_paths(

@@ -1,4 +1,4 @@
-"""Query time, one way through: query → keywords → seed entities → key paths → path texts.
+"""Query time, one way through: query → keywords → seeds → key paths (+ source passages) → items.
 
 * **Keywords.** With an LLM, :data:`~pathrag.prompts.KEYWORDS_PROMPT` splits the question into
   high-level (themes) and low-level (names) keywords. Without one, or when its answer is unusable,
@@ -9,6 +9,15 @@
   with the union of its entities' and relations' source chunks.
 * **Fill.** When fewer than ``top_k`` paths exist, the best-matching seeds not on any path are added as
   single entities, so a graph that knows something relevant never returns nothing.
+* **Passages** (``context="evidence"``, the default, when a ``passage_index`` is given). The
+  ``num_passages`` chunks nearest the query are the candidates. The best of them is the *anchor*: its
+  entities start the same flow as the paths (:func:`pathrag.spread_resources`), and every entity
+  the flow reaches beyond them shares its resource equally among the passages it comes from. A
+  passage's score is its similarity times ``1 + g / g_max``, where ``g`` is the resource it collected
+  and ``g_max`` the most any candidate collected: graph evidence can at most double a passage's
+  similarity, and a passage that only resembles the question keeps its rank. This is what brings in
+  the second hop of a multi-hop question: a passage about the entity the anchor points to. The
+  paper's paths-only behaviour is ``context="paths"``.
 
 >>> import networkx as nx
 >>> from pathrag import HashingEmbedder, InMemoryVectorIndex, NetworkXGraphStore, VectorItem
@@ -27,15 +36,15 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from .context import path_lookups, render_entity, render_path
 from .graph import GraphStore
 from .llm import LanguageModel
-from .models import Entity, Relation, ScoredPath
+from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
 from .prompts import KEYWORDS_PROMPT
-from .pruning import _Params, afind_key_paths, find_key_paths
+from .pruning import _Params, afind_key_paths, aspread_resources, find_key_paths, spread_resources
 from .vectors import VectorHit, VectorIndex
 
 __all__ = [
@@ -53,17 +62,19 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Keywords:
-    high_level: tuple[str, ...] = ()
-    low_level: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class RetrievalParams:
-    """The knobs of one retrieval; defaults are the paper's (K=15 paths, N=40 seeds, α=0.8, θ=0.05)."""
+    """The knobs of one retrieval; defaults are the paper's (K=15 paths, N=40 seeds, α=0.8, θ=0.05).
+
+    ``context`` picks what is retrieved and how :func:`pathrag.context.result_context` lays it out:
+    ``"evidence"`` (default) adds up to ``num_passages`` candidate source passages, ranked with the
+    flow (see the module docstring), when a passage index is given; ``"paths"`` is the paper's
+    paths-only retrieval.
+    """
 
     top_k: int = 15
     num_seeds: int = 40
+    context: Literal["evidence", "paths"] = "evidence"
+    num_passages: int = 100
     alpha: float = 0.8
     theta: float = 0.05
     max_hops: int | None = 3
@@ -71,7 +82,9 @@ class RetrievalParams:
     directed: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("top_k", "num_seeds"):
+        if self.context not in ("evidence", "paths"):
+            raise ValueError(f"context must be 'evidence' or 'paths', got {self.context!r}")
+        for name in ("top_k", "num_seeds", "num_passages"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
@@ -80,45 +93,13 @@ class RetrievalParams:
             raise ValueError(f"paths_per_pair must be a positive int or None, got {self.paths_per_pair!r}")
         _Params.checked(self.alpha, self.theta, self.max_hops, self.directed)  # fail at construction
 
+    def flow_kwargs(self) -> dict[str, Any]:
+        """The flow's settings, as :func:`pathrag.spread_resources` takes them."""
+        return {"alpha": self.alpha, "theta": self.theta, "max_hops": self.max_hops, "directed": self.directed}
+
     def path_kwargs(self) -> dict[str, Any]:
-        return {"alpha": self.alpha, "theta": self.theta, "max_hops": self.max_hops, "top_k": self.top_k,
-                "paths_per_pair": self.paths_per_pair, "directed": self.directed}
-
-
-@dataclass(frozen=True)
-class RetrievedItem:
-    """One result: a path (``kind="path"``) or, as fill, one seed entity (``kind="entity"``)."""
-
-    kind: Literal["path", "entity"]
-    id: str
-    text: str
-    score: float
-    nodes: tuple[str, ...]
-    source_ids: tuple[str, ...]
-    path: ScoredPath | None = None
-
-    @property
-    def hops(self) -> int:
-        return len(self.nodes) - 1
-
-    def metadata(self) -> dict[str, Any]:
-        """JSON-friendly metadata for a framework document or node."""
-        return {"kind": self.kind, "score": self.score, "nodes": list(self.nodes), "hops": self.hops,
-                "source_ids": list(self.source_ids)}
-
-
-@dataclass
-class RetrievalResult:
-    """Everything a query produced, best item first."""
-
-    query: str
-    keywords: Keywords
-    seeds: list[str]
-    items: list[RetrievedItem] = field(default_factory=list)
-
-    @property
-    def paths(self) -> list[RetrievedItem]:
-        return [item for item in self.items if item.kind == "path"]
+        """The path search's settings, as :func:`pathrag.find_key_paths` takes them."""
+        return {**self.flow_kwargs(), "top_k": self.top_k, "paths_per_pair": self.paths_per_pair}
 
 
 # -- keywords ---------------------------------------------------------------------------------------
@@ -221,7 +202,7 @@ def _assemble(
     paths: list[ScoredPath],
     entities: Mapping[str, Entity],
     relations: Mapping[tuple[str, str], Relation],
-    top_k: int,
+    params: RetrievalParams,
 ) -> RetrievalResult:
     items = []
     for path in paths:
@@ -235,14 +216,66 @@ def _assemble(
                                    path.score, path.nodes, tuple(sources), path))
     on_paths = {n for p in paths for n in p.nodes}
     for name in seeds:
-        if len(items) >= top_k:
+        if len(items) >= params.top_k:
             break
         if name in on_paths or name not in entities:
             continue
         entity = entities[name]
         items.append(RetrievedItem("entity", _item_id("entity", [name]), render_entity(name, entity), 0.0, (name,),
                                    entity.source_ids))
-    return RetrievalResult(query=query, keywords=keywords, seeds=seeds, items=items)
+    return RetrievalResult(query=query, keywords=keywords, seeds=seeds, items=items, context=params.context)
+
+
+# -- passages ---------------------------------------------------------------------------------------
+
+
+def _passage_hits(index: VectorIndex, hits: Sequence[VectorHit]) -> list[VectorHit]:
+    """Hits with their text: from the hit, else from the index's ``get(id)``; hits with none are dropped."""
+    lookup = getattr(index, "get", None)
+    found = []
+    for hit in hits:
+        text = hit.text
+        if not text and callable(lookup):
+            text = getattr(lookup(hit.id), "text", "") or ""
+        if text.strip():
+            found.append(VectorHit(hit.id, hit.score, hit.metadata, text))
+    return found
+
+
+def _anchor_entities(anchor: VectorHit, seeds: Sequence[str], entities: Mapping[str, Entity]) -> list[str]:
+    """The entities of the best passage: its ``entities`` metadata (written by the index and the
+    importers), else the seeds that cite it."""
+    listed = anchor.metadata.get("entities") if isinstance(anchor.metadata, Mapping) else None
+    if isinstance(listed, (list, tuple)) and listed:
+        return sorted({str(name) for name in listed})
+    return sorted(name for name in seeds if name in entities and anchor.id in entities[name].source_ids)
+
+
+def _collected(resources: Mapping[str, float], reached: Mapping[str, Entity]) -> dict[str, float]:
+    """Resource per passage: each reached entity shares its resource equally among the passages it
+    comes from (an entity named everywhere says little about any one passage)."""
+    gathered: dict[str, float] = {}
+    for name, entity in reached.items():
+        if not entity.source_ids:
+            continue
+        share = resources.get(name, 0.0) / len(entity.source_ids)
+        for cid in entity.source_ids:
+            gathered[cid] = gathered.get(cid, 0.0) + share
+    return gathered
+
+
+def _passage_items(hits: Sequence[VectorHit], gathered: Mapping[str, float]) -> list[RetrievedItem]:
+    """Passages best first: similarity times ``1 + g / g_max`` (graph evidence at most doubles it)."""
+    best = max((gathered.get(hit.id, 0.0) for hit in hits), default=0.0)
+    scored = [(hit.score * (1.0 + (gathered.get(hit.id, 0.0) / best if best > 0 else 0.0)), hit) for hit in hits]
+    scored.sort(key=lambda pair: (-pair[0], pair[1].id))
+    return [RetrievedItem("passage", hit.id, hit.text, score, (), (hit.id,)) for score, hit in scored]
+
+
+def _beyond(resources: Mapping[str, float], anchors: Sequence[str]) -> list[str]:
+    """Entities the flow reached other than the anchors (what the anchor passage already says is no news)."""
+    skip = set(anchors)
+    return [name for name in resources if name not in skip]
 
 
 def _check(query: Any) -> str:
@@ -256,18 +289,32 @@ def retrieve(
     *,
     graph: GraphStore,
     entity_index: VectorIndex,
+    passage_index: VectorIndex | None = None,
     llm: LanguageModel | None = None,
     params: RetrievalParams | None = None,
     **overrides: Any,
 ) -> RetrievalResult:
-    """Retrieve the key paths for ``query`` (sync). An empty query gives an empty result.
+    """Retrieve the key paths for ``query`` and, with ``passage_index``, its ranked source passages.
 
-    ``overrides`` are :class:`RetrievalParams` fields (``top_k=5``...) applied on top of ``params``.
+    An empty query gives an empty result.
+
+    Args:
+        query: the user's question.
+        graph: the knowledge graph.
+        entity_index: entity vectors (hits carry the entity ``name`` in their metadata).
+        passage_index: chunk vectors whose hit ids are the chunk ids that entities cite; used by
+            ``context="evidence"`` (the default). Without it, only paths and fill are returned.
+        llm: splits the query into keywords; without it the query is the keyword.
+        params: a :class:`RetrievalParams`; ``overrides`` are its fields (``top_k=5``...) applied on top.
+
+    Raises:
+        TypeError: ``query`` is not a string, or an override is not a :class:`RetrievalParams` field.
+        ValueError: an override has an invalid value.
     """
     query = _check(query)
     params = _params(params, overrides)
     if not query or params.top_k == 0:
-        return RetrievalResult(query=query, keywords=Keywords(), seeds=[])
+        return RetrievalResult(query=query, keywords=Keywords(), seeds=[], context=params.context)
     answer = None
     if llm is not None:
         try:
@@ -279,8 +326,17 @@ def retrieve(
     seeds = pick_seeds(hit_lists, params.num_seeds)
     paths = find_key_paths(graph, seeds, **params.path_kwargs())
     names, pairs = path_lookups(paths, seeds)
-    return _assemble(query, keywords, seeds, paths, graph.get_entities(names), graph.get_relations(pairs),
-                     params.top_k)
+    entities = graph.get_entities(names)
+    result = _assemble(query, keywords, seeds, paths, entities, graph.get_relations(pairs), params)
+    if params.context != "evidence" or passage_index is None or params.num_passages == 0:
+        return result
+    hits = _passage_hits(passage_index, passage_index.query(query, params.num_passages))
+    if hits:
+        anchors = _anchor_entities(hits[0], seeds, entities)
+        resources = spread_resources(graph, anchors, **params.flow_kwargs())
+        reached = graph.get_entities(_beyond(resources, anchors))
+        result.items.extend(_passage_items(hits, _collected(resources, reached)))
+    return result
 
 
 async def aretrieve(
@@ -288,6 +344,7 @@ async def aretrieve(
     *,
     graph: GraphStore,
     entity_index: VectorIndex,
+    passage_index: VectorIndex | None = None,
     llm: LanguageModel | None = None,
     params: RetrievalParams | None = None,
     **overrides: Any,
@@ -296,7 +353,7 @@ async def aretrieve(
     query = _check(query)
     params = _params(params, overrides)
     if not query or params.top_k == 0:
-        return RetrievalResult(query=query, keywords=Keywords(), seeds=[])
+        return RetrievalResult(query=query, keywords=Keywords(), seeds=[], context=params.context)
     answer = None
     if llm is not None:
         try:
@@ -308,8 +365,17 @@ async def aretrieve(
     seeds = pick_seeds(hit_lists, params.num_seeds)
     paths = await afind_key_paths(graph, seeds, **params.path_kwargs())
     names, pairs = path_lookups(paths, seeds)
-    return _assemble(query, keywords, seeds, paths, await graph.aget_entities(names),
-                     await graph.aget_relations(pairs), params.top_k)
+    entities = await graph.aget_entities(names)
+    result = _assemble(query, keywords, seeds, paths, entities, await graph.aget_relations(pairs), params)
+    if params.context != "evidence" or passage_index is None or params.num_passages == 0:
+        return result
+    hits = _passage_hits(passage_index, await passage_index.aquery(query, params.num_passages))
+    if hits:
+        anchors = _anchor_entities(hits[0], seeds, entities)
+        resources = await aspread_resources(graph, anchors, **params.flow_kwargs())
+        reached = await graph.aget_entities(_beyond(resources, anchors))
+        result.items.extend(_passage_items(hits, _collected(resources, reached)))
+    return result
 
 
 def _params(params: RetrievalParams | None, overrides: Mapping[str, Any]) -> RetrievalParams:

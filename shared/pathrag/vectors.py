@@ -51,11 +51,13 @@ class VectorItem:
 
 @dataclass(frozen=True)
 class VectorHit:
-    """A search result: the item's id, its similarity to the query (higher is closer) and metadata."""
+    """A search result: the item's id, its similarity to the query (higher is closer), metadata, and
+    the item's text when the index keeps it (``""`` otherwise)."""
 
     id: str
     score: float
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    text: str = ""
 
 
 @runtime_checkable
@@ -169,7 +171,8 @@ class InMemoryVectorIndex:
         top = np.argpartition(-scores, k - 1)[:k]
         # ties broken by id so results never depend on insertion order
         ranked = sorted(top.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
-        return [VectorHit(ids[i], float(scores[i]), self._items[ids[i]].metadata) for i in ranked]
+        return [VectorHit(ids[i], float(scores[i]), self._items[ids[i]].metadata, self._items[ids[i]].text)
+                for i in ranked]
 
     def query(self, text: str, k: int) -> list[VectorHit]:
         return self._search(self.embedder.embed([text])[0], k)
