@@ -270,10 +270,18 @@ def _open_store(store: Path, *, create: bool = False, embedding_model: str | Non
         raise CliError(f"the store {store} was built with the embeddings {_describe(spec)}, not "
                        f"{_describe(_embedding_spec(embedding_model))}; use another --store to switch")
     embedder = _embedder(spec, store)
+    # the one-line note of a JSON-format store's migration goes to stderr, whatever logging is set up
+    note = logging.StreamHandler(sys.stderr)
+    note.setFormatter(logging.Formatter("%(message)s"))
+    note.setLevel(logging.WARNING)
+    store_log = logging.getLogger("pathrag.store")
+    store_log.addHandler(note)
     try:  # the store records the embeddings (and refuses others) itself
         return PathRAGIndex(store, llm=llm, embedder=embedder, config=config, embedder_name=spec)
     except (OSError, ValueError) as exc:
         raise CliError(f"cannot open the store {store}: {_one_line(str(exc))}") from exc
+    finally:
+        store_log.removeHandler(note)
 
 
 def _write_meta(store: Path, spec: str) -> None:

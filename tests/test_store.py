@@ -126,6 +126,9 @@ def test_the_command_line_opens_and_migrates_a_json_store(legacy: Path, monkeypa
     result = CliRunner().invoke(app, ["stats", "--store", str(legacy)])
     assert result.exit_code == 0, result.output
     assert (legacy / STORE_FILE).exists() and not (legacy / "cli.json").exists()
+    assert [line for line in result.stderr.splitlines() if "migrated" in line] == [
+        f"pathrag: migrated the JSON store {legacy} to pathrag.sqlite (4 documents); the old files are kept in "
+        f"{legacy / 'json-store-backup'}"]
     stats = {line.split()[0]: line.split()[-1] for line in result.stdout.splitlines() if line.strip()}
     assert (stats["documents"], stats["chunks"], stats["entities"], stats["relations"]) == ("4", "5", "6", "5")
 
