@@ -32,6 +32,7 @@ def register(app: typer.Typer) -> None:
     from langchain_pathrag import cli
     from pathrag.evaluation import (
         DEFAULT_CONFIGURATIONS,
+        DEFAULT_MAX_TOKENS,
         EvaluationError,
         OfflineEvalModel,
         Pricing,
@@ -74,8 +75,9 @@ def register(app: typer.Typer) -> None:
                                      "(no key needed): checks the setup and measures prompt sizes; its questions, "
                                      "answers and verdicts mean nothing."),
         embedding_model: str | None = cli.EMBEDDING_MODEL,
-        max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, show_default=False,
-                                              help="Token budget of every configuration's context (as in query)."),
+        max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", min=1,
+                                       help="Token budget of every configuration's context: all are compared at "
+                                       "the same size (query's --max-tokens)."),
         top_k: int = cli.TOP_K,
         num_seeds: int = cli.NUM_SEEDS,
         max_hops: int = cli.MAX_HOPS,

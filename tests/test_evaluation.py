@@ -472,7 +472,8 @@ def test_eval_on_the_demo_store_offline_then_resumed(demo_store, tmp_path):
     assert first.exit_code == 0, first.output
     assert "default vs paths-only" in first.output and "default vs pathrag-lt" in first.output
     results = json.loads((run_dir / "results.json").read_text())
-    assert results["questions"] == 4 and [c["answered"] for c in results["configurations"]] == [4, 4, 4]
+    assert results["questions"] == 4 and [c["answered"] for c in results["configurations"]] == [4, 4, 4, 4]
+    assert [p["b"] for p in results["pairs"]] == ["paths-only", "pathrag-lt", "dense"]
     assert results["pairs"][1]["judgements"] == 8
     assert len(read_questions(run_dir / "questions.jsonl")) == 4
     assert results["usage"]["judge"]["cost"] > 0
@@ -537,7 +538,7 @@ def test_built_in_configurations_send_what_pathrag_query_sends(tmp_path):
     from pathrag.context import answer_prompt, result_context
     from pathrag.demo import DEMO_PARAMS, open_demo_index
 
-    from pathrag.evaluation import ConfigurationOptions, _paths_only
+    from pathrag.evaluation import ConfigurationOptions
 
     question = Question("How is the engineer Cassian Drove connected to the Lantern Guild losing its hall?")
     index, _ = open_demo_index()
@@ -547,9 +548,34 @@ def test_built_in_configurations_send_what_pathrag_query_sends(tmp_path):
         configs = build_configurations(index, ["paths-only", "default"], options)
         Evaluation(None, llm=model, judge_llm=Scripted(lambda p: verdict(1)), configurations=configs,
                    questions=[question]).run()
-        for overrides in (_paths_only(), {}):  # paths-only, then the default
+        for overrides in ({"context": "paths"}, {}):  # paths-only, then the default
             result = index.retrieve(question.text, keyword_llm=False, params=DEMO_PARAMS, **overrides)
             assert answer_prompt(result_context(result, max_tokens=800)) in model.prompts
+    finally:
+        index.close()
+
+
+def test_dense_configuration_sends_passages_only_within_the_budget():
+    import asyncio
+
+    from pathrag.demo import DEMO_PARAMS, open_demo_index
+    from pathrag.prompts import EVIDENCE_INSTRUCTIONS
+
+    from pathrag.evaluation import ConfigurationOptions
+
+    index, _ = open_demo_index()
+    try:
+        question = "Who designed the Saltgate Barrier?"
+        counter = lambda text: len(text.split())  # noqa: E731
+        (dense,) = build_configurations(index, ["dense"], ConfigurationOptions(
+            params=DEMO_PARAMS, max_tokens=900, token_counter=counter))
+        context = asyncio.run(dense.context(question))
+        assert context.text.startswith(f"Question: {question}") and "Passage 1:" in context.text
+        assert "\nPath " not in context.text and counter(context.text) <= 900
+        assert 1 <= len(context.items) < 6 and all(item.kind == "passage" for item in context.items)
+        assert context.instructions == EVIDENCE_INSTRUCTIONS
+        scores = [item.score for item in context.items]
+        assert scores == sorted(scores)  # least similar first, the nearest next to the instructions
     finally:
         index.close()
 

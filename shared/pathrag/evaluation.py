@@ -22,10 +22,10 @@ pays only for what is missing. The run writes ``answers.jsonl``, ``judgements.js
 ``results.json`` and a standalone ``report.html`` (inline SVG, no external assets).
 
 Configurations come from a registry (:func:`register_configuration`): built in are ``default`` (the
-index's context), ``paths-only`` and ``pathrag-lt`` (the paper's light variant, N = 20 seeds,
-K = 5 paths). A new context mode is one line::
+index's context), ``paths-only`` (the paper's), ``pathrag-lt`` (the paper's light variant, N = 20 seeds,
+K = 5 paths) and ``dense`` (nearest passages, no graph). Each is one line, e.g.::
 
-    register_configuration("dense", lambda index, options: path_configuration(index, options, name="dense", ...))
+    register_configuration("k5", lambda index, options: path_configuration(index, options, name="k5", top_k=5))
 
 >>> parse_verdict('{"comprehensiveness": {"winner": "Answer 2", "reason": "more detail"}, '
 ...               '"diversity": 2, "logicality": "1", "relevance": {"winner": 1}, '
@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 from tqdm.auto import tqdm
 
-from .context import PathContext, answer_prompt, result_context
+from .context import PathContext, answer_prompt, build_evidence_context, result_context
 from .evaluation_prompts import (
     CORPUS_SUMMARY_PROMPT,
     DIMENSION_DEFINITIONS,
@@ -72,6 +72,7 @@ from .evaluation_prompts import (
 from .indexing import run_sync
 from .llm import LanguageModel, as_language_model
 from .prompts import ANSWER_INSTRUCTIONS, KEYWORDS_PROMPT
+from .models import RetrievedItem
 from .retrieval import RetrievalParams, RetrievalResult, aretrieve
 from .tokens import TokenCounter, count_tokens
 
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CONFIGURATIONS",
+    "DEFAULT_MAX_TOKENS",
     "DIMENSIONS",
     "AnswerRecord",
     "Configuration",
@@ -105,6 +107,7 @@ __all__ = [
     "parse_questions",
     "parse_users",
     "parse_verdict",
+    "passage_configuration",
     "path_configuration",
     "read_questions",
     "register_configuration",
@@ -119,7 +122,9 @@ logger = logging.getLogger(__name__)
 #: The judged dimensions, in report order; "overall" is the judge's verdict all things considered.
 DIMENSIONS: tuple[str, ...] = tuple(DIMENSION_DEFINITIONS)
 #: The configurations compared when none are named: the first is the reference.
-DEFAULT_CONFIGURATIONS: tuple[str, ...] = ("default", "paths-only", "pathrag-lt")
+DEFAULT_CONFIGURATIONS: tuple[str, ...] = ("default", "paths-only", "pathrag-lt", "dense")
+#: The context budget every configuration gets unless told otherwise (tokens).
+DEFAULT_MAX_TOKENS = 4000
 
 CALLS_FILE = "calls.jsonl"
 QUESTIONS_FILE = "questions.jsonl"
@@ -526,15 +531,6 @@ def _index_context(result: RetrievalResult, options: ConfigurationOptions) -> Pa
     return result_context(result, max_tokens=options.max_tokens, token_counter=options.token_counter)
 
 
-def _passage_kwargs(index: PathRAGIndex) -> dict[str, Any]:
-    """``passage_index=`` for retrieval versions that rank source passages (as ``PathRAGIndex.aretrieve``
-    does), nothing for those that do not."""
-    return {"passage_index": index.chunk_index} if "passage_index" in inspect.signature(aretrieve).parameters else {}
-
-
-def _paths_only() -> dict[str, Any]:
-    """The retrieval override for the paper's paths-only context, where the core offers a choice."""
-    return {"context": "paths"} if "context" in RetrievalParams.__dataclass_fields__ else {}
 
 
 def path_configuration(
@@ -554,26 +550,46 @@ def path_configuration(
     (e.g. ``num_seeds=20, top_k=5``). The keywords come from ``options.keyword_llm``.
     """
     params = replace(options.params, **overrides) if overrides else options.params
-    passages = _passage_kwargs(index)
 
     async def context(query: str) -> str | PathContext:
         # the module function, not index.aretrieve: the keyword model must be the journalled one
         result = await aretrieve(query, graph=index.graph, entity_index=index.entity_index,
-                                 llm=options.keyword_llm, params=params, **passages)
+                                 passage_index=index.chunk_index, llm=options.keyword_llm, params=params)
         return render(result, options)
 
     return Configuration(name=name, context=context, description=description)
 
 
+def passage_configuration(index: PathRAGIndex, options: ConfigurationOptions, *, name: str,
+                          description: str = "") -> Configuration:
+    """Dense retrieval: the ``options.params.num_passages`` chunks nearest the query in the index's chunk
+    index, laid out as passages only (least to most similar) within ``options.max_tokens``, and answered
+    with the evidence instructions. No graph, no keyword call."""
+
+    async def context(query: str) -> PathContext:
+        hits = await index.chunk_index.aquery(query, options.params.num_passages)
+        texts = index.chunk_texts([hit.id for hit in hits])
+        items = [RetrievedItem("passage", hit.id, texts[hit.id], hit.score, (), (hit.id,))
+                 for hit in hits if texts.get(hit.id)]
+        return build_evidence_context(query, items, max_tokens=options.max_tokens,
+                                      token_counter=options.token_counter)
+
+    return Configuration(name=name, context=context, description=description)
+
+
+# Each configuration is one line; a new context mode or baseline of the core plugs in the same way.
 register_configuration(
     "default", lambda index, o: path_configuration(index, o, name="default"),
     description="the index's default context, as pathrag query sends it")
 register_configuration(
-    "paths-only", lambda index, o: path_configuration(index, o, name="paths-only", **_paths_only()),
+    "paths-only", lambda index, o: path_configuration(index, o, name="paths-only", context="paths"),
     description="the paper's context: key paths only, most reliable last")
 register_configuration(
     "pathrag-lt", lambda index, o: path_configuration(index, o, name="pathrag-lt", num_seeds=20, top_k=5),
     description="PathRAG-lt: N = 20 seed entities, K = 5 paths")
+register_configuration(
+    "dense", lambda index, o: passage_configuration(index, o, name="dense"),
+    description="dense retrieval: the passages nearest the question, no graph")
 
 
 # -- calls: journal, reuse, limits, retries, usage -------------------------------------------------------
@@ -1380,14 +1396,14 @@ async def aevaluate(
     judge_llm: LanguageModel | Callable[[str], Any] | None = None,
     configurations: Sequence[str | Configuration] = DEFAULT_CONFIGURATIONS,
     params: RetrievalParams | None = None,
-    max_tokens: int | None = None,
+    max_tokens: int | None = DEFAULT_MAX_TOKENS,
     keywords: bool = True,
     **options: Any,
 ) -> EvalReport:
     """Evaluate configurations of ``index`` (registered names or :class:`Configuration` objects).
 
     ``params`` and ``max_tokens`` set the base retrieval and the context budget of the built-in
-    configurations; with ``keywords`` the answer model extracts query keywords (journalled like every
+    configurations (the same budget for all: a comparison at equal cost; None: no budget); with ``keywords`` the answer model extracts query keywords (journalled like every
     other call). Other keyword arguments go to :class:`Evaluation` (``questions=``, ``num_questions=``,
     ``pairs=``, ``max_concurrency=``, ``prices=``, ``show_progress=``...). The corpus for question
     generation is the index's chunks.
