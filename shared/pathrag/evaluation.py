@@ -531,8 +531,6 @@ def _index_context(result: RetrievalResult, options: ConfigurationOptions) -> Pa
     return result_context(result, max_tokens=options.max_tokens, token_counter=options.token_counter)
 
 
-
-
 def path_configuration(
     index: PathRAGIndex,
     options: ConfigurationOptions,
@@ -1203,13 +1201,7 @@ class Evaluation:
         self.prices = dict(prices or {})
         self.show_progress = show_progress
         self.worst = worst
-        self._late: list[_LateModel] = []
-
-    def keyword_model(self) -> LanguageModel:
-        """The keyword model to give configuration factories: the answer model, journalled during the run."""
-        late = _LateModel(self.llm, "keywords")
-        self._late.append(late)
-        return late
+        self._late: list[_LateModel] = []  # keyword models built before the run (see aevaluate)
 
     def run(self) -> EvalReport:
         """Sync twin of :meth:`arun` (safe inside a running event loop)."""
