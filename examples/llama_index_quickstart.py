@@ -54,7 +54,8 @@ class OfflineLLM(CustomLLM):
             return self.replay.complete(prompt)
         except ReplayMiss:  # the answer prompt: the path right before the instructions is the most reliable
             last = prompt.rsplit("\n\nAnswer the question above", 1)[0].rsplit("\n\n", 1)[-1]
-            names = [line.split(" (")[0].split(":")[0] for line in last.splitlines() if not line.startswith(" ")]
+            lines = last.splitlines()[1:]  # after the block's "Path N (...)" line
+            names = [line.split(" (")[0].split(":")[0] for line in lines if not line.startswith(" ")]
             return f"(offline stand-in model) The most reliable path is {' -> '.join(names)}."
 
     @llm_completion_callback()

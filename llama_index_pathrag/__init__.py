@@ -2,13 +2,13 @@
 
 >>> from llama_index_pathrag import PATHRAG_QA_TEMPLATE
 >>> sorted(PATHRAG_QA_TEMPLATE.template_vars)
-['context_str', 'query_str']
+['context_str', 'instructions', 'query_str']
 """
 
 from .embeddings import HashingEmbedding
 from .extractor import PathRAGExtractor
 from .graph import DEFAULT_IGNORED_RELATIONS, RELATION_LABEL, PropertyGraphStoreAdapter
-from .query_engine import PATHRAG_QA_TEMPLATE, PathOrderPostprocessor, PathRAGQueryEngine
+from .query_engine import PATHRAG_QA_TEMPLATE, PathOrderPostprocessor, PathRAGContextPostprocessor, PathRAGQueryEngine
 from .retriever import PathRAGRetriever
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "HashingEmbedding",
     "PATHRAG_QA_TEMPLATE",
     "PathOrderPostprocessor",
+    "PathRAGContextPostprocessor",
     "PathRAGExtractor",
     "PathRAGQueryEngine",
     "PathRAGRetriever",

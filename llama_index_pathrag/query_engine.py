@@ -1,11 +1,11 @@
-"""The answering side: the path-ordered QA prompt, the node order that feeds it, and a ready query engine.
+"""The answering side: the QA prompt, the node layout that feeds it, and a ready query engine.
 
-PathRAG puts the query first and the paths from least to most reliable, so the most reliable path sits
-next to where the model starts writing. Retrievers return best first, so :class:`PathOrderPostprocessor`
-sorts the nodes ascending by score before synthesis, and :data:`PATHRAG_QA_TEMPLATE` (the core's
-:data:`pathrag.prompts.ANSWER_TEMPLATE` with LlamaIndex's ``{query_str}`` / ``{context_str}``) says so.
-With the default ``compact`` mode the nodes are joined in that order; only on overflow does LlamaIndex
-split them over several calls (then refining with its own refine prompt).
+The prompt is the core's, to the character: :class:`PathRAGContextPostprocessor` lays the retrieved
+nodes out with :func:`pathrag.context.items_context` (the one builder the CLI and LangChain use too:
+question first, passages least to most relevant, paths least to most reliable, the most reliable last,
+within ``max_tokens``) and gives each node its block of that text; :data:`PATHRAG_QA_TEMPLATE` puts the
+question before them and the core's answer instructions after. With the default ``compact`` mode the
+blocks are joined in that order; only on overflow does LlamaIndex split them over several calls.
 
 >>> print(PATHRAG_QA_TEMPLATE.format(query_str="Who?", context_str="A -> B").split(chr(10))[0])
 Question: Who?
@@ -21,19 +21,98 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import PromptTemplate, PromptType
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers import ResponseMode, get_response_synthesizer
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.settings import Settings
 
-from pathrag.prompts import ANSWER_TEMPLATE
+from pathrag import RetrievedItem, ScoredPath
+from pathrag.context import context_blocks, items_context
+from pathrag.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, EVIDENCE_TEMPLATE
 
 from .retriever import PathRAGRetriever
 
-__all__ = ["PATHRAG_QA_TEMPLATE", "PathOrderPostprocessor", "PathRAGQueryEngine"]
+__all__ = [
+    "PATHRAG_QA_TEMPLATE",
+    "PathOrderPostprocessor",
+    "PathRAGContextPostprocessor",
+    "PathRAGQueryEngine",
+    "item_from_node",
+]
+
+_PASSAGES_HEADER = EVIDENCE_TEMPLATE.split("\n\n")[1]
+#: Node metadata holding the head of the node's block in the prompt (numbering, score, section header).
+BLOCK_KEY = "pathrag_block"
+
+
+def _instructions(**variables: object) -> str:
+    """The core's instructions for the layout the context has (passages or paths only)."""
+    context = str(variables.get("context_str", ""))
+    return EVIDENCE_INSTRUCTIONS if context.startswith(_PASSAGES_HEADER) else ANSWER_INSTRUCTIONS
+
 
 PATHRAG_QA_TEMPLATE = PromptTemplate(
-    ANSWER_TEMPLATE.format(question="{query_str}", paths="{context_str}"), prompt_type=PromptType.QUESTION_ANSWER
+    "Question: {query_str}\n\n{context_str}\n\n{instructions}", prompt_type=PromptType.QUESTION_ANSWER,
+    function_mappings={"instructions": _instructions},
 )
-"""The core's answer prompt: the question, the paths least to most reliable, the instructions."""
+"""The core's answer prompt: the question, the laid-out evidence, the instructions for that layout."""
+
+
+def item_from_node(found: NodeWithScore) -> RetrievedItem:
+    """A retrieved node back as the core's item (from the metadata the retriever wrote)."""
+    meta = found.node.metadata
+    score = float(found.score or 0.0)
+    nodes = tuple(str(n) for n in meta.get("nodes") or ())
+    kind = meta.get("kind") if meta.get("kind") in ("path", "passage", "entity") else "entity"
+    path = ScoredPath(nodes=nodes, score=score) if kind == "path" and len(nodes) >= 2 else None
+    return RetrievedItem("path" if path else kind, str(meta.get("id") or found.node.node_id),
+                         found.node.get_content(metadata_mode=MetadataMode.NONE), score, nodes,
+                         tuple(str(s) for s in meta.get("source_ids") or ()), path)
+
+
+class PathRAGContextPostprocessor(BaseNodePostprocessor):
+    """Lay the nodes out as the core does (:func:`pathrag.context.items_context`, within ``max_tokens``):
+    what fits, in display order, each node's LLM view (``get_content("llm")``) its block of the core's
+    context; the node's own text and metadata stay as retrieved.
+
+    >>> from llama_index.core.schema import TextNode
+    >>> found = [NodeWithScore(node=TextNode(text=f"{a} -> {b}", metadata={"kind": "path", "nodes": [a, b]}),
+    ...                        score=s) for a, b, s in [("A", "B", 0.9), ("A", "C", 0.2)]]
+    >>> laid_out = PathRAGContextPostprocessor().postprocess_nodes(found, query_str="Q")
+    >>> [n.node.text for n in laid_out]
+    ['A -> C', 'A -> B']
+    >>> print(laid_out[0].node.get_content(metadata_mode="llm"))
+    Relational paths from the knowledge graph, least to most reliable:
+    <BLANKLINE>
+    Path 1 (1 hop, reliability 0.200):
+    A -> C
+    """
+
+    max_tokens: int | None = None
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "PathRAGContextPostprocessor"
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        items = [item_from_node(n) for n in nodes]
+        layout = "paths" if nodes and all(n.node.metadata.get("layout") == "paths" for n in nodes) else "evidence"
+        query = query_bundle.query_str if query_bundle is not None else ""
+        context = items_context(query, items, layout, max_tokens=self.max_tokens)
+        by_id = {item.id: n for item, n in zip(items, nodes)}
+        laid_out = []
+        for item, (head, _, tail) in zip(context.items, context_blocks(context)):
+            original = by_id[item.id]
+            # the node keeps its own text; the block's head goes in through the one metadata entry the
+            # LLM sees, so get_content(LLM) is exactly this item's block of the core's context
+            metadata = {**original.node.metadata, BLOCK_KEY: head.removesuffix("\n")}
+            node = TextNode(id_=original.node.node_id, text=original.node.get_content(metadata_mode=MetadataMode.NONE),
+                            metadata=metadata, metadata_template="{value}",
+                            text_template="{metadata_str}\n{content}" + tail.replace("{", "{{").replace("}", "}}"),
+                            excluded_llm_metadata_keys=[k for k in metadata if k != BLOCK_KEY],
+                            excluded_embed_metadata_keys=list(metadata))
+            laid_out.append(NodeWithScore(node=node, score=original.score))
+        return laid_out
 
 
 class PathOrderPostprocessor(BaseNodePostprocessor):
@@ -60,8 +139,8 @@ class PathOrderPostprocessor(BaseNodePostprocessor):
 
 
 class PathRAGQueryEngine(RetrieverQueryEngine):
-    """A ``RetrieverQueryEngine`` wired for PathRAG: :class:`PathRAGRetriever`, ascending path order and
-    :data:`PATHRAG_QA_TEMPLATE`. Build it with :meth:`from_index`; ``query``, ``aquery`` and streaming work
+    """A ``RetrieverQueryEngine`` wired for PathRAG: :class:`PathRAGRetriever`, the core's layout
+    (:class:`PathRAGContextPostprocessor`) and :data:`PATHRAG_QA_TEMPLATE`. Build it with :meth:`from_index`; ``query``, ``aquery`` and streaming work
     as for any query engine, and ``get_prompts`` / ``update_prompts`` reach the QA template as
     ``"response_synthesizer:text_qa_template"``.
     """
@@ -76,15 +155,18 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
         text_qa_template: PromptTemplate | None = None,
         response_mode: ResponseMode = ResponseMode.COMPACT,
         streaming: bool = False,
+        max_tokens: int | None = None,
         **retriever_params: Any,
     ) -> PathRAGQueryEngine:
         """A ready engine over ``index``'s graph.
 
         ``llm`` answers (default ``Settings.llm``). ``keyword_llm``: ``True`` asks ``llm`` for the query's
-        keywords, ``False`` searches with the query text, or pass another LLM. ``retriever_params`` go
-        to :class:`PathRAGRetriever` (``top_k``, ``num_seeds``, ``alpha``, ``theta``, ``max_hops``,
-        ``paths_per_pair``, ``directed``, ``ignore_relations``, ``vector_store``, ``embed_model``); the
-        vector store and embedding model default to the index's.
+        keywords, ``False`` searches with the query text, or pass another LLM. ``max_tokens`` bounds the
+        context as :func:`pathrag.context.result_context` does. ``retriever_params`` go to
+        :class:`PathRAGRetriever` (``top_k``, ``num_seeds``, ``alpha``, ``theta``, ``max_hops``,
+        ``paths_per_pair``, ``directed``, ``context``, ``num_passages``, ``passage_retriever``,
+        ``ignore_relations``, ``vector_store``, ``embed_model``); the vector store and embedding model
+        default to the index's.
         """
         if not isinstance(index, PropertyGraphIndex):
             raise TypeError(f"from_index needs a PropertyGraphIndex, got {type(index).__name__}")
@@ -96,4 +178,5 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
         retriever = PathRAGRetriever(index.property_graph_store, llm=keywords, **retriever_params)
         synthesizer = get_response_synthesizer(llm=llm, text_qa_template=text_qa_template or PATHRAG_QA_TEMPLATE,
                                                response_mode=response_mode, streaming=streaming)
-        return cls(retriever, response_synthesizer=synthesizer, node_postprocessors=[PathOrderPostprocessor()])
+        return cls(retriever, response_synthesizer=synthesizer,
+                   node_postprocessors=[PathRAGContextPostprocessor(max_tokens=max_tokens)])

@@ -9,9 +9,14 @@ the graph; this module supplies the seeds and the keyword model:
   else from ``vector_store``, where ``PropertyGraphIndex`` keeps entity embeddings
   (``index.vector_store``); ``embed_model`` embeds the keywords (default ``Settings.embed_model``);
 * the result is one ``NodeWithScore`` per path, best first, score = reliability, plus (when fewer than
-  ``top_k`` paths exist) the best seeds not on a path, score 0.
+  ``top_k`` paths exist) the best seeds not on a path, score 0;
+* with ``passage_retriever`` (any LlamaIndex retriever over the same chunks, e.g.
+  ``VectorStoreIndex(nodes).as_retriever(similarity_top_k=100)``) and ``context="evidence"`` (the
+  default), the source passages follow, ranked with the flow as in the core
+  (:mod:`pathrag.retrieval`); a chunk's ``pathrag_extracted`` metadata (written by
+  :class:`~llama_index_pathrag.PathRAGExtractor`) names the entities the flow starts from.
 
-Node metadata (``kind``, ``score``, ``nodes``, ``hops``, ``source_ids``) is hidden from the LLM and from
+Node metadata (``kind``, ``id``, ``score``, ``nodes``, ``hops``, ``source_ids``, ``layout``) is hidden from the LLM and from
 embeddings, so the prompt holds the path text only.
 
 Bad input: no vector search anywhere → ``ValueError`` naming what to pass; a graph store that is not a
@@ -23,6 +28,7 @@ model that fails or answers without usable JSON is logged and replaced by the qu
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,12 +37,14 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.graph_stores.types import VECTOR_SOURCE_KEY, EntityNode, PropertyGraphStore
 from llama_index.core.indices.property_graph.sub_retrievers.base import BasePGRetriever
 from llama_index.core.llms import LLM
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.settings import Settings
 from llama_index.core.vector_stores.types import BasePydanticVectorStore, VectorStoreQuery, VectorStoreQueryResult
 
 from pathrag import RetrievalParams, RetrievalResult, VectorHit, aretrieve, retrieve
 
+from .extractor import EXTRACTED_KEY
 from .graph import DEFAULT_IGNORED_RELATIONS, CypherPropertyGraphAdapter, PropertyGraphStoreAdapter, cypher_runner
 
 __all__ = ["PathRAGRetriever"]
@@ -85,6 +93,33 @@ class _EntitySeeds:
         return _result_hits(await self.vector_store.aquery(question))
 
 
+class _Passages:
+    """The read side of a pathrag ``VectorIndex`` over a LlamaIndex retriever of chunks (its own top-k)."""
+
+    def __init__(self, retriever: BaseRetriever) -> None:
+        self.retriever = retriever
+
+    def query(self, text: str, k: int) -> list[VectorHit]:
+        return [_passage_hit(n) for n in self.retriever.retrieve(text)][:k]
+
+    async def aquery(self, text: str, k: int) -> list[VectorHit]:
+        return [_passage_hit(n) for n in await self.retriever.aretrieve(text)][:k]
+
+
+def _passage_hit(found: NodeWithScore) -> VectorHit:
+    """A retrieved chunk with its text and the entities its extraction touched (when recorded)."""
+    entities: list[str] = []
+    raw = found.node.metadata.get(EXTRACTED_KEY)
+    if isinstance(raw, str):
+        try:
+            touched = json.loads(raw)
+            entities = [str(n) for n in touched.get("entities", ())] if isinstance(touched, dict) else []
+        except json.JSONDecodeError:
+            entities = []
+    return VectorHit(found.node.node_id, float(found.score or 0.0), {"entities": entities} if entities else {},
+                     found.node.get_content(metadata_mode=MetadataMode.NONE))
+
+
 def _hit(name: str, score: float | None) -> VectorHit:
     return VectorHit(name, float(score or 0.0), {"name": name})
 
@@ -126,6 +161,7 @@ class PathRAGRetriever(BasePGRetriever):
         vector_store: BasePydanticVectorStore | None = None,
         embed_model: BaseEmbedding | None = None,
         llm: LLM | None = None,
+        passage_retriever: BaseRetriever | None = None,
         ignore_relations: Sequence[str] = tuple(DEFAULT_IGNORED_RELATIONS),
         pushdown: bool = True,
         callback_manager: CallbackManager | None = None,
@@ -146,6 +182,9 @@ class PathRAGRetriever(BasePGRetriever):
         self.pushdown = pushdown
         self._seeds = _EntitySeeds(graph_store, vector_store, embed_model)
         self._llm = _LlamaLanguageModel(llm) if llm is not None else None
+        if passage_retriever is not None and not isinstance(passage_retriever, BaseRetriever):
+            raise TypeError(f"passage_retriever must be a llama_index retriever, got {type(passage_retriever).__name__}")
+        self._passages = _Passages(passage_retriever) if passage_retriever is not None else None
         super().__init__(graph_store=graph_store, include_text=False, callback_manager=callback_manager)
 
     def _graph(self) -> PropertyGraphStoreAdapter:  # one per query
@@ -156,18 +195,18 @@ class PathRAGRetriever(BasePGRetriever):
 
     # _EntitySeeds is the read half of a VectorIndex: retrieval only queries it
     def retrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return _nodes(retrieve(query_bundle.query_str, graph=self._graph(),
-                               entity_index=self._seeds, llm=self._llm, params=self.params))  # type: ignore[arg-type]
+        return _nodes(retrieve(query_bundle.query_str, graph=self._graph(), entity_index=self._seeds,  # type: ignore[arg-type]
+                               passage_index=self._passages, llm=self._llm, params=self.params))  # type: ignore[arg-type]
 
     async def aretrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return _nodes(await aretrieve(query_bundle.query_str, graph=self._graph(),
-                                      entity_index=self._seeds, llm=self._llm, params=self.params))  # type: ignore[arg-type]
+        return _nodes(await aretrieve(query_bundle.query_str, graph=self._graph(), entity_index=self._seeds,  # type: ignore[arg-type]
+                                      passage_index=self._passages, llm=self._llm, params=self.params))  # type: ignore[arg-type]
 
 
 def _nodes(result: RetrievalResult) -> list[NodeWithScore]:
     nodes = []
     for item in result.items:
-        metadata = item.metadata()
+        metadata = {**item.metadata(), "layout": result.context}
         node = TextNode(id_=item.id, text=item.text, metadata=metadata,
                         excluded_llm_metadata_keys=list(metadata), excluded_embed_metadata_keys=list(metadata))
         nodes.append(NodeWithScore(node=node, score=item.score))

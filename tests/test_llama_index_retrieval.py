@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from llama_index.core import Document, PropertyGraphIndex, StorageContext, load_index_from_storage
+from llama_index.core import Document, PropertyGraphIndex, StorageContext, VectorStoreIndex, load_index_from_storage
 from llama_index.core.agent.workflow import ReActAgent
 from llama_index.core.graph_stores import SimplePropertyGraphStore
 from llama_index.core.graph_stores.types import EntityNode
@@ -23,11 +23,14 @@ from llama_index_pathrag import (
     PATHRAG_QA_TEMPLATE,
     HashingEmbedding,
     PathOrderPostprocessor,
+    PathRAGContextPostprocessor,
     PathRAGExtractor,
     PathRAGQueryEngine,
     PathRAGRetriever,
 )
-from pathrag.context import build_context, build_path_texts
+from pathrag.context import answer_prompt, build_context, build_path_texts, items_context
+from pathrag.prompts import EVIDENCE_INSTRUCTIONS
+from llama_index_pathrag.query_engine import item_from_node
 
 from .llama_index_fakes import ANSWER, ScriptedLlamaLLM
 
@@ -278,7 +281,7 @@ def test_as_query_engine_with_the_template_and_postprocessor_gives_the_same_prom
     retriever = PathRAGRetriever(index.property_graph_store, vector_store=index.vector_store,
                                  embed_model=HashingEmbedding(64), num_seeds=3, top_k=4)
     engine = index.as_query_engine(sub_retrievers=[retriever], llm=llm, text_qa_template=PATHRAG_QA_TEMPLATE,
-                                   node_postprocessors=[PathOrderPostprocessor()])
+                                   node_postprocessors=[PathRAGContextPostprocessor()])
     engine.query(QUESTION)
     assert llm.prompts[-1] == reference
     with pytest.raises(TypeError, match="PropertyGraphIndex"):
@@ -303,3 +306,23 @@ async def test_tools_for_agents():
     assert str(result) == ANSWER  # the agent answered with what the PathRAG engine said
     assert [p.split("\n")[0] for p in llm.prompts] == [  # the engine's keyword call, then its answer call
         "Pick the search keywords for a question that will be answered from a knowledge graph.", f"Question: {QUESTION}"]
+
+
+@pytest.mark.parametrize("budget", [None, 120, 400])
+async def test_engine_with_passages_sends_the_core_prompt(budget):
+    """One context everywhere: with a passage retriever the engine's prompt is the core's, to the character."""
+    index, llm = build_harbour_index()
+    chunks = [node for node in index.docstore.docs.values() if node.get_content().strip()]
+    passages = VectorStoreIndex(chunks, embed_model=HashingEmbedding(64)).as_retriever(similarity_top_k=6)
+    params = {"num_seeds": 3, "top_k": 5, "passage_retriever": passages}
+    engine = PathRAGQueryEngine.from_index(index, llm=llm, keyword_llm=False, max_tokens=budget, **params)
+    engine.query(QUESTION)
+    prompt = llm.prompts[-1]
+    found = PathRAGRetriever(index.property_graph_store, vector_store=index.vector_store,
+                             embed_model=HashingEmbedding(64), **params).retrieve(QUESTION)
+    assert {n.node.metadata["kind"] for n in found} == {"path", "passage"}
+    items = [item_from_node(n) for n in found]
+    assert prompt == answer_prompt(items_context(QUESTION, items, max_tokens=budget))
+    assert "\nPassage 1:\n" in prompt and prompt.endswith(EVIDENCE_INSTRUCTIONS)
+    await engine.aquery(QUESTION)
+    assert llm.prompts[-1] == prompt

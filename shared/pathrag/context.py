@@ -46,6 +46,8 @@ __all__ = [
     "abuild_path_texts",
     "build_context",
     "build_evidence_context",
+    "context_blocks",
+    "items_context",
     "build_path_texts",
     "format_path_blocks",
     "render_entity",
@@ -190,7 +192,7 @@ def _graph_block(number: int, item: RetrievedItem) -> str:
 
 
 def _passage_block(number: int, item: RetrievedItem) -> str:
-    return f"Passage {number}:\n{item.text}"
+    return f"Passage {number}:\n{item.text.strip()}"
 
 
 def _evidence_text(query: str, passages: Sequence[RetrievedItem], graph: Sequence[RetrievedItem]) -> str:
@@ -200,6 +202,31 @@ def _evidence_text(query: str, passages: Sequence[RetrievedItem], graph: Sequenc
         return CONTEXT_TEMPLATE.format(question=query, paths=graph_text or "(no paths found)")
     passage_text = "\n\n".join(_passage_block(i, item) for i, item in enumerate(passages, start=1))
     return EVIDENCE_TEMPLATE.format(question=query, passages=passage_text, paths=graph_text or "(no paths found)")
+
+
+_PASSAGES_HEADER, _PATHS_HEADER = EVIDENCE_TEMPLATE.split("\n\n")[1], EVIDENCE_TEMPLATE.split("\n\n")[3]
+
+
+def context_blocks(context: PathContext) -> list[tuple[str, str, str]]:
+    """The context's evidence as one block per item, in display order, for frameworks that keep one
+    node per item: ``(head, body, tail)`` with ``body`` the item's own text, and
+    ``f"Question: {query}\\n\\n" + "\\n\\n".join(h + b + t for h, b, t in blocks) == context.text``.
+
+    A section's header opens its first block's head; when there are passages but no paths, the last
+    block's tail is the (empty) paths section. No items: ``[]``.
+    """
+    passages = [item for item in context.items if item.kind == "passage"]
+    graph = [item for item in context.items if item.kind != "passage"]
+    blocks = [(f"Passage {n}:\n", item.text.strip(), "") for n, item in enumerate(passages, start=1)]
+    if blocks:
+        blocks[0] = (f"{_PASSAGES_HEADER}\n\n{blocks[0][0]}", *blocks[0][1:])
+    graph_blocks = [(_graph_block(n, item)[: -len(item.text)] if item.text else _graph_block(n, item), item.text, "")
+                    for n, item in enumerate(graph, start=1)]
+    if graph_blocks:
+        graph_blocks[0] = (f"{_PATHS_HEADER}\n\n{graph_blocks[0][0]}", *graph_blocks[0][1:])
+    elif blocks:
+        blocks[-1] = (*blocks[-1][:2], f"\n\n{_PATHS_HEADER}\n\n(no paths found)")
+    return blocks + graph_blocks
 
 
 def build_evidence_context(
@@ -269,23 +296,40 @@ def build_evidence_context(
                        instructions=EVIDENCE_INSTRUCTIONS if shown_passages else ANSWER_INSTRUCTIONS)
 
 
+def items_context(
+    query: str,
+    items: Sequence[RetrievedItem],
+    layout: str = "evidence",
+    *,
+    max_tokens: int | None = None,
+    token_counter: TokenCounter | None = None,
+    path_share: float = PATH_SHARE,
+) -> PathContext:
+    """Lay out retrieved ``items`` for ``query`` in ``layout`` (``"paths"``: the paper's, paths only,
+    :func:`build_context`; ``"evidence"``: passages, then paths and entity fill,
+    :func:`build_evidence_context`), within ``max_tokens``. The adapters call this with the items their
+    documents or nodes carry, so every entry point shows the model the same text.
+    """
+    if layout == "paths":
+        paths = [item for item in items if item.path is not None]
+        built = build_context(query, [item.path for item in paths], [item.text for item in paths],  # type: ignore[misc]
+                              max_tokens=max_tokens, token_counter=token_counter)
+        by_path = {item.path: item for item in paths}
+        return PathContext(built.text, built.paths, built.tokens, built.dropped,
+                           tuple(by_path[p] for p in built.paths), ANSWER_INSTRUCTIONS)
+    if layout != "evidence":
+        raise ValueError(f"layout must be 'evidence' or 'paths', got {layout!r}")
+    return build_evidence_context(query, items, max_tokens=max_tokens, token_counter=token_counter,
+                                  path_share=path_share)
+
+
 def result_context(result: RetrievalResult, *, max_tokens: int | None = None,
                    token_counter: TokenCounter | None = None, path_share: float = PATH_SHARE) -> PathContext:
     """The context of a retrieval, in the layout it was retrieved for (``result.context``), within
     ``max_tokens``: the text the answering model sees between the question and the instructions.
-
-    ``"paths"``: the paper's, paths only (:func:`build_context`). ``"evidence"``: passages, then paths
-    and entity fill (:func:`build_evidence_context`).
     """
-    if result.context == "paths":
-        items = [item for item in result.items if item.path is not None]
-        built = build_context(result.query, [item.path for item in items], [item.text for item in items],  # type: ignore[misc]
-                              max_tokens=max_tokens, token_counter=token_counter)
-        by_path = {item.path: item for item in items}
-        return PathContext(built.text, built.paths, built.tokens, built.dropped,
-                           tuple(by_path[p] for p in built.paths), ANSWER_INSTRUCTIONS)
-    return build_evidence_context(result.query, result.items, max_tokens=max_tokens, token_counter=token_counter,
-                                  path_share=path_share)
+    return items_context(result.query, result.items, result.context, max_tokens=max_tokens,
+                         token_counter=token_counter, path_share=path_share)
 
 
 def answer_prompt(context: PathContext) -> str:
