@@ -1,7 +1,7 @@
 """The answering prompt and an LCEL chain: question → retrieved evidence → prompt → model → answer.
 
-The context is laid out by the core's one builder (:func:`pathrag.context.build_evidence_context`,
-what :func:`pathrag.context.result_context` uses): the question first, then the passages from least to
+The context is laid out by the core's one builder (:func:`pathrag.context.items_context`, what
+:func:`pathrag.context.result_context` uses, in the layout the retriever's documents were retrieved for): the question first, then the passages from least to
 most relevant, then the paths from least to most reliable (the most reliable right before the
 instructions). Its wording is the core's (:mod:`pathrag.prompts`).
 
@@ -28,7 +28,7 @@ from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableParallel, RunnablePassthrough
 
 from pathrag import RetrievedItem, ScoredPath
-from pathrag.context import PathContext, build_evidence_context, format_path_blocks
+from pathrag.context import PathContext, format_path_blocks, items_context
 
 __all__ = ["PATHRAG_PROMPT", "create_pathrag_chain", "format_context", "format_paths"]
 
@@ -93,7 +93,8 @@ def format_context(question: str, docs: Sequence[Document], *, max_tokens: int |
     <BLANKLINE>
     (no paths found)
     """
-    return build_evidence_context(question, [_item(doc) for doc in docs], max_tokens=max_tokens)
+    layout = "paths" if docs and all(doc.metadata.get("layout") == "paths" for doc in docs) else "evidence"
+    return items_context(question, [_item(doc) for doc in docs], layout, max_tokens=max_tokens)
 
 
 def _question(value: Any) -> str:

@@ -184,4 +184,5 @@ def _overrides(k: int | None, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _to_documents(result: RetrievalResult) -> list[Document]:
-    return [Document(id=item.id, page_content=item.text, metadata=item.metadata()) for item in result.items]
+    return [Document(id=item.id, page_content=item.text, metadata={**item.metadata(), "layout": result.context})
+            for item in result.items]

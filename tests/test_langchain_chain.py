@@ -117,3 +117,11 @@ async def test_bad_chain_input_is_a_type_error(bad):
         chain.invoke(bad)
     with pytest.raises(TypeError, match="expected a question string"):
         await chain.ainvoke(bad)
+
+
+def test_chain_prompt_is_the_core_prompt_in_the_paths_layout_too():
+    built = indexer()
+    llm = ScriptedChatModel(answer=ANSWER)
+    create_pathrag_chain(built.as_retriever(llm=None, context="paths", k=20), llm).invoke(QUESTION)
+    core = answer_prompt(result_context(built.index.retrieve(QUESTION, keyword_llm=False, context="paths", top_k=20)))
+    assert llm.prompts == [core] and core.endswith(ANSWER_INSTRUCTIONS)

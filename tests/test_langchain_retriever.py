@@ -74,7 +74,7 @@ async def test_entity_fill_when_fewer_than_k_paths():
     docs = retriever.invoke("Mara Gull Ida")
     assert [d.metadata["kind"] for d in docs] == ["path", "path", "path", "entity"]  # only 3 paths exist
     assert docs[-1].metadata == {"kind": "entity", "id": docs[-1].id, "score": 0.0, "nodes": ["IDA"], "hops": 0,
-                                 "source_ids": []}
+                                 "source_ids": [], "layout": "evidence"}
     assert docs[-1].page_content == "IDA (person): An engineer."
     assert await retriever.ainvoke("Mara Gull Ida") == docs
     assert [d.metadata["kind"] for d in retriever.invoke("Mara Gull Ida", k=3)] == ["path"] * 3
