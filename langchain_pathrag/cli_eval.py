@@ -92,8 +92,12 @@ def register(app: typer.Typer) -> None:
             help="Price of the judge model per million tokens (default: --price when the judge is the same model)."),
         worst: int = typer.Option(5, "--worst", min=0, help="Worst-losing questions per pair shown in the report."),
     ) -> None:
-        """Compare retrieval configurations of a store the papers' way: generated questions, pairwise LLM
-        judging in both orders on five dimensions plus overall, win rates, tokens and latency."""
+        """Compare retrieval configurations the papers' way: LLM-judged win rates on generated questions.
+
+        A model writes corpus-level questions, every configuration answers them, and a judge compares each
+        pair of answers in both orders on comprehensiveness, diversity, logicality, relevance, coherence and
+        overall. Prints win rates, tokens, latency and cost; writes a resumable run folder and an HTML report.
+        """
         started = time.perf_counter()
         names = list(configs or DEFAULT_CONFIGURATIONS)
         if len(names) < 2:
