@@ -353,6 +353,54 @@ def test_resume_after_a_crash_repeats_no_call(tmp_path):
     assert third_answers.prompts == [] and third_judge.prompts == []  # a finished run costs nothing
 
 
+KILLED_RUN = """
+import hashlib, json, os, signal, sys
+from pathrag.evaluation import DIMENSIONS, Configuration, Evaluation, Question
+
+calls = []
+
+def answer(prompt):
+    calls.append(prompt)
+    if len(calls) == int(sys.argv[2]):
+        os.kill(os.getpid(), signal.SIGKILL)  # no cleanup, no flush at exit: what a crash leaves
+    if prompt.startswith("You are judging"):
+        return json.dumps({d: {"winner": 1, "reason": "r"} for d in DIMENSIONS})
+    return "answer " + hashlib.sha256(prompt.encode()).hexdigest()[:8]
+
+questions = [Question(f"Question number {i}?") for i in range(3)]
+configs = [Configuration(n, lambda q, n=n: f"Q: {q}\\nCONTEXT-{n}") for n in "AB"]
+Evaluation(sys.argv[1], llm=answer, configurations=configs, questions=questions, max_concurrency=1).run()
+"""
+
+
+def test_resume_after_kill_9_pays_only_for_unjournalled_calls(tmp_path):
+    import hashlib
+    import subprocess
+    import sys
+
+    script = tmp_path / "killed_run.py"
+    script.write_text(KILLED_RUN, encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "run"), "9"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == -9, done.stderr
+    journalled = [json.loads(line) for line in (tmp_path / "run" / "calls.jsonl").read_text().splitlines()]
+    assert len(journalled) == 8  # the 9th call was in flight when the process died
+
+    def respond(prompt):
+        if prompt.startswith("You are judging"):
+            return verdict(1)
+        return "answer " + hashlib.sha256(prompt.encode()).hexdigest()[:8]
+
+    model = Scripted(respond)
+    questions = [Question(f"Question number {i}?") for i in range(3)]
+    configs = [Configuration(n, lambda q, n=n: f"Q: {q}\nCONTEXT-{n}") for n in "AB"]
+    # the same model name as the killed run's callable wrapper, so its journal applies
+    model.name = journalled[0]["model"]
+    report = Evaluation(tmp_path / "run", llm=model, configurations=configs, questions=questions).run()
+    assert len(model.prompts) == 6 + 6 - 8  # 6 answers and 6 verdicts in all, 8 of them journalled
+    assert report.pairs[0].dimensions["overall"].judged == 6
+
+
 def test_another_judge_model_is_not_served_from_the_journal(tmp_path):
     run_eval(tmp_path, Scripted(lambda p: verdict(1), name="judge-1"))
     other = Scripted(lambda p: verdict(2), name="judge-2")
