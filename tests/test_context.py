@@ -92,3 +92,52 @@ def test_worked_example_context_end_to_end():
     paths = find_key_paths(store, ["s", "t"])
     ctx = build_context("How are s and t linked?", paths, build_path_texts(store, paths))
     assert ctx.text.index("Path 1 (3 hops, reliability 0.573)") < ctx.text.index("Path 2 (2 hops, reliability 0.780)")
+
+
+# -- the evidence layout -------------------------------------------------------------------------------
+
+
+def _evidence_items():
+    from pathrag import RetrievedItem
+
+    passages = [RetrievedItem("passage", f"c{i}", f"passage {i} " + "word " * 20, 1.0 - i / 10, (), (f"c{i}",))
+                for i in range(5)]
+    new_fact = RetrievedItem("path", "p-new", "A -> Z", 1.5, ("A", "Z"), ("c9",), ScoredPath(nodes=("A", "Z"), score=1.5))
+    repeat = RetrievedItem("path", "p-old", "A -> B", 1.2, ("A", "B"), ("c0",), ScoredPath(nodes=("A", "B"), score=1.2))
+    return passages, new_fact, repeat
+
+
+def test_evidence_layout_is_query_passages_ascending_then_paths_most_reliable_last():
+    from pathrag.context import build_evidence_context, context_blocks
+
+    passages, new_fact, repeat = _evidence_items()
+    ctx = build_evidence_context("Q?", [new_fact, *passages, repeat], token_counter=len)
+    assert [i.id for i in ctx.items] == ["c4", "c3", "c2", "c1", "c0", "p-old", "p-new"]
+    text = ctx.text
+    assert text.startswith("Question: Q?\n\nSource passages, least to most relevant:\n\nPassage 1:\npassage 4")
+    assert text.index("Passage 5:\npassage 0") < text.index("Path 1 (1 hop, reliability 1.200)") < text.index("A -> Z")
+    assert "Question: Q?\n\n" + "\n\n".join(h + b + t for h, b, t in context_blocks(ctx)) == text
+
+
+def test_evidence_budget_passages_first_paths_only_in_their_share_and_only_with_new_facts():
+    from pathrag.context import build_evidence_context
+
+    passages, new_fact, repeat = _evidence_items()
+    items = [new_fact, repeat, *passages]
+    kinds = lambda ctx: [i.id for i in ctx.items]  # noqa: E731
+    for budget in (300, 400, 450, 500, 700):
+        plain = build_evidence_context("Q?", items, max_tokens=budget, token_counter=len)
+        shared = build_evidence_context("Q?", items, max_tokens=budget, token_counter=len, path_share=0.25)
+        assert plain.tokens <= budget and shared.tokens <= budget
+        for ctx in (plain, shared):  # p-old's only source is c0: shown with c0, it would only repeat it
+            assert not {"p-old", "c0"} <= set(kinds(ctx))
+        assert "p-new" in kinds(shared)  # it brings a fact from elsewhere, and its share has room for it
+        n_plain = sum(i.kind == "passage" for i in plain.items)
+        n_shared = sum(i.kind == "passage" for i in shared.items)
+        assert n_shared <= n_plain  # a path may take a passage's place, never add passages
+        if "p-new" not in kinds(plain):  # passages first: no room was left for the path
+            assert n_plain > n_shared or plain.tokens + 45 > budget
+    tiny_share = build_evidence_context("Q?", items, max_tokens=450, token_counter=len, path_share=0.001)
+    assert tiny_share.text == build_evidence_context("Q?", items, max_tokens=450, token_counter=len).text
+    with pytest.raises(ValueError, match="path_share"):
+        build_evidence_context("Q?", items, max_tokens=450, path_share=1.5)

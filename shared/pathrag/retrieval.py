@@ -12,10 +12,12 @@
 * **Passages** (``context="evidence"``, the default, when a ``passage_index`` is given). The
   ``num_passages`` chunks nearest the query are the candidates. The best of them is the *anchor*: its
   entities start the same flow as the paths (:func:`pathrag.spread_resources`), and every entity
-  the flow reaches beyond them shares its resource equally among the passages it comes from. A
-  passage's score is its similarity times ``1 + g / g_max``, where ``g`` is the resource it collected
-  and ``g_max`` the most any candidate collected: graph evidence can at most double a passage's
-  similarity, and a passage that only resembles the question keeps its rank. This is what brings in
+  the flow reaches beyond them shares its resource equally among the passages it comes from. Up to
+  ``num_passages`` passages the flow reached but the search did not return join the candidates, as
+  similar as the least similar one (they can be no more similar than that). A passage's score is its
+  similarity times ``1 + g / g_max``, where ``g`` is the resource it collected and ``g_max`` the most
+  any candidate collected: graph evidence can at most double a passage's similarity, and a passage
+  that only resembles the question keeps its rank. This is what brings in
   the second hop of a multi-hop question: a passage about the entity the anchor points to. The
   paper's paths-only behaviour is ``context="paths"``.
 
@@ -272,6 +274,19 @@ def _passage_items(hits: Sequence[VectorHit], gathered: Mapping[str, float]) -> 
     return [RetrievedItem("passage", hit.id, hit.text, score, (), (hit.id,)) for score, hit in scored]
 
 
+def _reached_hits(index: VectorIndex, hits: Sequence[VectorHit], gathered: Mapping[str, float],
+                  limit: int) -> list[VectorHit]:
+    """Passages the flow reached that the similarity search did not return (most resource first, at
+    most ``limit``), with their text from the index's ``get``. Each is scored as similar as the least
+    similar candidate: not being among the candidates, it is at most that similar."""
+    if not hits:
+        return []
+    returned = {hit.id for hit in hits}
+    floor = min(hit.score for hit in hits)
+    extra = [cid for cid in sorted(gathered, key=lambda c: (-gathered[c], c)) if cid not in returned][:limit]
+    return _passage_hits(index, [VectorHit(cid, floor) for cid in extra])
+
+
 def _beyond(resources: Mapping[str, float], anchors: Sequence[str]) -> list[str]:
     """Entities the flow reached other than the anchors (what the anchor passage already says is no news)."""
     skip = set(anchors)
@@ -334,8 +349,9 @@ def retrieve(
     if hits:
         anchors = _anchor_entities(hits[0], seeds, entities)
         resources = spread_resources(graph, anchors, **params.flow_kwargs())
-        reached = graph.get_entities(_beyond(resources, anchors))
-        result.items.extend(_passage_items(hits, _collected(resources, reached)))
+        gathered = _collected(resources, graph.get_entities(_beyond(resources, anchors)))
+        hits += _reached_hits(passage_index, hits, gathered, params.num_passages)
+        result.items.extend(_passage_items(hits, gathered))
     return result
 
 
@@ -373,8 +389,9 @@ async def aretrieve(
     if hits:
         anchors = _anchor_entities(hits[0], seeds, entities)
         resources = await aspread_resources(graph, anchors, **params.flow_kwargs())
-        reached = await graph.aget_entities(_beyond(resources, anchors))
-        result.items.extend(_passage_items(hits, _collected(resources, reached)))
+        gathered = _collected(resources, await graph.aget_entities(_beyond(resources, anchors)))
+        hits += _reached_hits(passage_index, hits, gathered, params.num_passages)
+        result.items.extend(_passage_items(hits, gathered))
     return result
 
 
