@@ -378,6 +378,8 @@ class PathRAGIndex:
             for table in (self._cache, self.summaries):  # paid-for answers are kept all the same
                 table.flush_pending()
             raise
+        else:
+            self._reset_tables()  # committed: a long-lived writer keeps no more than one write's rows
         finally:
             for table in (self._cache, self.summaries):
                 table.clear_pending()

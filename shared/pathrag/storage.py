@@ -1,4 +1,7 @@
-"""Crash-safe files for the index: whole-file snapshots and append-only journals.
+"""Crash-safe files: whole-file snapshots and append-only journals.
+
+An index directory no longer uses them (see :mod:`pathrag.store`); they read the older JSON format when
+:func:`pathrag.store.migrate_json_store` migrates it, and remain for anyone writing such files.
 
 A snapshot is replaced atomically (see :func:`pathrag.graph.atomic_write_text`). A journal gets one
 JSON line per record, flushed as soon as it is written, so a process killed at any moment loses at
