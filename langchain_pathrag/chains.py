@@ -28,7 +28,7 @@ from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableParallel, RunnablePassthrough
 
 from pathrag import RetrievedItem, ScoredPath
-from pathrag.context import PathContext, format_path_blocks, items_context
+from pathrag.context import DEFAULT_CONTEXT_TOKENS, PathContext, format_path_blocks, items_context
 
 __all__ = ["PATHRAG_PROMPT", "create_pathrag_chain", "format_context", "format_paths"]
 
@@ -76,7 +76,8 @@ def _item(doc: Document) -> RetrievedItem:
                          nodes, tuple(str(s) for s in meta.get("source_ids") or ()), path)
 
 
-def format_context(question: str, docs: Sequence[Document], *, max_tokens: int | None = None) -> PathContext:
+def format_context(question: str, docs: Sequence[Document], *,
+                   max_tokens: int | None = DEFAULT_CONTEXT_TOKENS) -> PathContext:
     """The context the core lays out for these documents (its ``text`` and answer ``instructions``).
 
     >>> from langchain_core.documents import Document
@@ -116,13 +117,13 @@ def create_pathrag_chain(
     *,
     prompt: BasePromptTemplate = PATHRAG_PROMPT,
     return_paths: bool = False,
-    max_tokens: int | None = None,
+    max_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
 ) -> Runnable[Any, Any]:
     """An LCEL chain answering a question (a ``str`` or ``{"question": str}``) from the key paths.
 
     Returns the answer string, or with ``return_paths=True`` a dict ``{"question", "paths", "answer"}``
     where ``paths`` are the retrieved documents (best first). ``max_tokens`` bounds the context, as
-    :func:`pathrag.context.result_context` does. ``invoke``, ``ainvoke``, ``batch``,
+    :func:`pathrag.context.result_context` does (default 4,000 tokens; ``None``: no limit). ``invoke``, ``ainvoke``, ``batch``,
     ``stream`` and ``astream`` all work; streaming yields the answer as the model writes it.
 
     >>> from langchain_core.language_models import FakeListChatModel

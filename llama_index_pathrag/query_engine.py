@@ -25,7 +25,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, Te
 from llama_index.core.settings import Settings
 
 from pathrag import RetrievedItem, ScoredPath
-from pathrag.context import context_blocks, items_context
+from pathrag.context import DEFAULT_CONTEXT_TOKENS, context_blocks, items_context
 from pathrag.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, EVIDENCE_TEMPLATE
 
 from .retriever import PathRAGRetriever
@@ -86,7 +86,7 @@ class PathRAGContextPostprocessor(BaseNodePostprocessor):
     A -> C
     """
 
-    max_tokens: int | None = None
+    max_tokens: int | None = DEFAULT_CONTEXT_TOKENS
 
     @classmethod
     def class_name(cls) -> str:
@@ -155,7 +155,7 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
         text_qa_template: PromptTemplate | None = None,
         response_mode: ResponseMode = ResponseMode.COMPACT,
         streaming: bool = False,
-        max_tokens: int | None = None,
+        max_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
         **retriever_params: Any,
     ) -> PathRAGQueryEngine:
         """A ready engine over ``index``'s graph.

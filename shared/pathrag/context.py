@@ -12,8 +12,8 @@ query engine). Two layouts:
 * ``"evidence"`` (the default): source passages, least to most relevant, then the paths and entity
   fill, least to most reliable. With no budget everything is shown. Within a budget, paths that bring
   a fact from a passage the context would not hold may take up to ``path_share`` of it (a path whose
-  every source is among the passages only repeats them); the passages get the rest; paths fill what
-  room is left. Without passages it is the paths layout.
+  every source is among the passages only repeats them); the passages get the rest; paths and fill
+  take what room is left. Without passages it is the paths layout.
 
 >>> from pathrag import Entity, Relation, ScoredPath
 >>> path = ScoredPath(nodes=("ALICE", "BOB"), score=0.9)
@@ -40,7 +40,13 @@ from .tokens import TokenCounter, count_tokens
 #: 0.1 → 58 / 72 / 84 %), so under a budget paths fill the room the passages leave.
 PATH_SHARE = 0.0
 
+#: The context budget the entry points use unless told otherwise (``None`` means no limit): 4,000 tokens,
+#: the chunk budget LightRAG and the PathRAG reference code default to, and a small part of any current
+#: model's window. Without a limit, a retrieval's 100 passages could fill tens of thousands of tokens.
+DEFAULT_CONTEXT_TOKENS = 4000
+
 __all__ = [
+    "DEFAULT_CONTEXT_TOKENS",
     "PATH_SHARE",
     "PathContext",
     "answer_prompt",
@@ -286,11 +292,11 @@ def build_evidence_context(
     else:
         room = max_tokens - header
         # the paths that bring facts the passages filling the whole budget would not, within their share;
-        # then the passages in what is left; then any graph item that still fits
+        # then the passages in what is left; then any graph item that still fits (room nothing else takes)
         paths, spent = pack(graph, max_tokens * path_share if passages else room, sources(pack(passages, room)[0]))
         kept, used = pack(passages, room - spent)
         rest = [item for item in graph if item not in paths]
-        chosen = [*kept, *paths, *pack(rest, room - spent - used, sources(kept))[0]]
+        chosen = [*kept, *paths, *pack(rest, room - spent - used)[0]]
     shown_passages = [i for i in sorted(passages, key=lambda i: i.score) if i in chosen]
     shown_graph = [i for i in reversed(graph) if i in chosen]
     while True:  # joining can tokenize differently from the parts: check the whole once more
@@ -310,7 +316,7 @@ def items_context(
     items: Sequence[RetrievedItem],
     layout: str = "evidence",
     *,
-    max_tokens: int | None = None,
+    max_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
     token_counter: TokenCounter | None = None,
     path_share: float = PATH_SHARE,
 ) -> PathContext:
@@ -332,10 +338,11 @@ def items_context(
                                   path_share=path_share)
 
 
-def result_context(result: RetrievalResult, *, max_tokens: int | None = None,
+def result_context(result: RetrievalResult, *, max_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
                    token_counter: TokenCounter | None = None, path_share: float = PATH_SHARE) -> PathContext:
     """The context of a retrieval, in the layout it was retrieved for (``result.context``), within
-    ``max_tokens``: the text the answering model sees between the question and the instructions.
+    ``max_tokens`` (default :data:`DEFAULT_CONTEXT_TOKENS`, ``None`` for no limit): the text the
+    answering model sees between the question and the instructions.
     """
     return items_context(result.query, result.items, result.context, max_tokens=max_tokens,
                          token_counter=token_counter, path_share=path_share)

@@ -17,9 +17,9 @@
   similar as the least similar one (they can be no more similar than that). A passage's score is its
   similarity times ``1 + g / g_max``, where ``g`` is the resource it collected and ``g_max`` the most
   any candidate collected: graph evidence can at most double a passage's similarity, and a passage
-  that only resembles the question keeps its rank. This is what brings in
-  the second hop of a multi-hop question: a passage about the entity the anchor points to. The
-  paper's paths-only behaviour is ``context="paths"``.
+  that only resembles the question keeps its rank. The best ``num_passages`` are returned. This is
+  what brings in the second hop of a multi-hop question: a passage about the entity the anchor points
+  to. The paper's paths-only behaviour is ``context="paths"``.
 
 >>> import networkx as nx
 >>> from pathrag import HashingEmbedder, InMemoryVectorIndex, NetworkXGraphStore, VectorItem
@@ -43,7 +43,7 @@ from typing import Any, Literal
 
 from .context import path_lookups, render_entity, render_path
 from .graph import GraphStore
-from .llm import LanguageModel
+from .llm import LanguageModel, as_language_model, complete_sync
 from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
 from .prompts import KEYWORDS_PROMPT
 from .pruning import _Params, afind_key_paths, aspread_resources, find_key_paths, spread_resources
@@ -332,8 +332,9 @@ def retrieve(
         return RetrievalResult(query=query, keywords=Keywords(), seeds=[], context=params.context)
     answer = None
     if llm is not None:
+        model = as_language_model(llm)  # outside the try: a wrong type is an error, not a reason to fall back
         try:
-            answer = llm.complete(KEYWORDS_PROMPT.format(question=query))
+            answer = complete_sync(model, KEYWORDS_PROMPT.format(question=query))  # runs async-only models too
         except Exception as exc:  # the query text still works as a keyword
             logger.warning("keyword extraction failed, searching with the query text: %r", exc)
     keywords = _keywords_or_query(query, answer)
@@ -351,7 +352,7 @@ def retrieve(
         resources = spread_resources(graph, anchors, **params.flow_kwargs())
         gathered = _collected(resources, graph.get_entities(_beyond(resources, anchors)))
         hits += _reached_hits(passage_index, hits, gathered, params.num_passages)
-        result.items.extend(_passage_items(hits, gathered))
+        result.items.extend(_passage_items(hits, gathered)[: params.num_passages])
     return result
 
 
@@ -391,7 +392,7 @@ async def aretrieve(
         resources = await aspread_resources(graph, anchors, **params.flow_kwargs())
         gathered = _collected(resources, await graph.aget_entities(_beyond(resources, anchors)))
         hits += _reached_hits(passage_index, hits, gathered, params.num_passages)
-        result.items.extend(_passage_items(hits, gathered))
+        result.items.extend(_passage_items(hits, gathered)[: params.num_passages])
     return result
 
 
