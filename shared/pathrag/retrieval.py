@@ -15,9 +15,9 @@
   the flow reaches beyond them shares its resource equally among the passages it comes from. Up to
   ``num_passages`` passages the flow reached but the search did not return join the candidates, as
   similar as the least similar one (they can be no more similar than that). A passage's score is its
-  similarity times ``1 + g / g_max``, where ``g`` is the resource it collected and ``g_max`` the most
-  any candidate collected: graph evidence can at most double a passage's similarity, and a passage
-  that only resembles the question keeps its rank. The best ``num_passages`` are returned. This is
+  similarity ``s`` plus ``|s| * g / g_max``, where ``g`` is the resource it collected and ``g_max`` the
+  most any candidate collected: graph evidence can at most double a passage's similarity (or lift a
+  negative one to zero), and a passage that only resembles the question keeps its rank. The best ``num_passages`` are returned. This is
   what brings in the second hop of a multi-hop question: a passage about the entity the anchor points
   to. The paper's paths-only behaviour is ``context="paths"``.
 
@@ -267,9 +267,11 @@ def _collected(resources: Mapping[str, float], reached: Mapping[str, Entity]) ->
 
 
 def _passage_items(hits: Sequence[VectorHit], gathered: Mapping[str, float]) -> list[RetrievedItem]:
-    """Passages best first: similarity times ``1 + g / g_max`` (graph evidence at most doubles it)."""
+    """Passages best first: similarity plus ``|similarity| * g / g_max`` (graph evidence at most doubles a
+    positive similarity and lifts a negative one at most to zero)."""
     best = max((gathered.get(hit.id, 0.0) for hit in hits), default=0.0)
-    scored = [(hit.score * (1.0 + (gathered.get(hit.id, 0.0) / best if best > 0 else 0.0)), hit) for hit in hits]
+    scored = [(hit.score + abs(hit.score) * (gathered.get(hit.id, 0.0) / best if best > 0 else 0.0), hit)
+              for hit in hits]
     scored.sort(key=lambda pair: (-pair[0], pair[1].id))
     return [RetrievedItem("passage", hit.id, hit.text, score, (), (hit.id,)) for score, hit in scored]
 
@@ -373,8 +375,9 @@ async def aretrieve(
         return RetrievalResult(query=query, keywords=Keywords(), seeds=[], context=params.context)
     answer = None
     if llm is not None:
+        model = as_language_model(llm)
         try:
-            answer = await llm.acomplete(KEYWORDS_PROMPT.format(question=query))
+            answer = await model.acomplete(KEYWORDS_PROMPT.format(question=query))
         except Exception as exc:
             logger.warning("keyword extraction failed, searching with the query text: %r", exc)
     keywords = _keywords_or_query(query, answer)
