@@ -125,9 +125,11 @@ class LangChainVectorIndex:
     * Upsert: documents whose text and metadata are already stored under their id are skipped (when
       the store supports ``get_by_ids``); changed ones are deleted first, since not every store
       overwrites an id on ``add_documents``. Then ``add_documents(docs, ids=...)``.
-    * Query: ``similarity_search_with_score``. Hits keep the store's order (best first) and its raw
-      score, whose meaning depends on the store (``InMemoryVectorStore``: cosine similarity; some
-      stores: a distance, lower is closer). PathRAG only uses the order.
+    * Query: ``similarity_search_with_relevance_scores`` (higher is closer, whatever the store's metric),
+      else, for stores without a relevance function, ``similarity_search_with_score``
+      (``InMemoryVectorStore``: cosine similarity). Hits keep the store's order (best first); passage
+      ranking also uses the score, so a store whose raw score is a distance needs the relevance one.
+    * Get: ``get_by_ids`` (``None`` where the store has no such item or cannot look one up).
     * Delete: ``delete(ids)``, never called with an empty list (some stores then delete everything).
 
     Give each of the entity, relation and chunk indexes its own store (or collection): their
@@ -177,12 +179,29 @@ class LangChainVectorIndex:
     def query(self, text: str, k: int) -> list[VectorHit]:
         if k <= 0:
             return []
-        return [_hit(doc, score) for doc, score in self.store.similarity_search_with_score(text, k=k)]
+        try:
+            found = self.store.similarity_search_with_relevance_scores(text, k=k)
+        except NotImplementedError:  # no relevance function: the raw score
+            found = self.store.similarity_search_with_score(text, k=k)
+        return [_hit(doc, score) for doc, score in found]
 
     async def aquery(self, text: str, k: int) -> list[VectorHit]:
         if k <= 0:
             return []
-        return [_hit(doc, score) for doc, score in await self.store.asimilarity_search_with_score(text, k=k)]
+        try:
+            found = await self.store.asimilarity_search_with_relevance_scores(text, k=k)
+        except NotImplementedError:
+            found = await self.store.asimilarity_search_with_score(text, k=k)
+        return [_hit(doc, score) for doc, score in found]
+
+    def get(self, item_id: str) -> VectorItem | None:
+        """The stored item ``item_id`` (``None`` if absent, or if the store cannot look items up by id)."""
+        try:
+            found = self.store.get_by_ids([item_id])
+        except NotImplementedError:
+            return None
+        return next((VectorItem(item_id, doc.page_content, dict(doc.metadata)) for doc in found if doc.id == item_id),
+                    None)
 
     def delete(self, ids: Iterable[str]) -> None:
         ids = list(ids)
