@@ -4,6 +4,10 @@ The core never imports an LLM client. It talks to anything with ``acomplete(prom
 (and, for sync callers, ``complete``); ``name`` identifies the model in cache keys.
 The LangChain and LlamaIndex adapters implement this with their own models.
 
+A sync caller given an async-only model still runs it: a wrapped ``async def`` answers ``complete``
+by running the coroutine (on a private thread when an event loop is already running), and
+:func:`complete_sync` does the same for a model whose ``complete`` raises ``NotImplementedError``.
+
 >>> import asyncio
 >>> from pathrag.llm import as_language_model
 >>> llm = as_language_model(lambda prompt: prompt.upper(), name="shout")
@@ -14,11 +18,14 @@ The LangChain and LlamaIndex adapters implement this with their own models.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
-from collections.abc import Awaitable, Callable
-from typing import Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-__all__ = ["LanguageModel", "CallableLanguageModel", "as_language_model"]
+__all__ = ["LanguageModel", "CallableLanguageModel", "as_language_model", "complete_sync"]
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -41,8 +48,9 @@ class CallableLanguageModel:
         self.name = name
 
     def complete(self, prompt: str) -> str:
+        """Call the function; an async one is run to completion (sync callers get its answer)."""
         if self._is_async:
-            raise TypeError(f"{self.name!r} wraps an async function; call `await acomplete(...)` instead")
+            return str(_run_coroutine(self._func(prompt)))  # type: ignore[arg-type]
         return str(self._func(prompt))
 
     async def acomplete(self, prompt: str) -> str:
@@ -64,3 +72,31 @@ def as_language_model(
     if not callable(model):
         raise TypeError(f"expected a LanguageModel or a prompt -> str callable, got {type(model).__name__}")
     return CallableLanguageModel(model, name=name or getattr(model, "__name__", "llm"))
+
+
+def complete_sync(model: LanguageModel | Callable[[str], str] | Callable[[str], Awaitable[str]], prompt: str) -> str:
+    """Ask ``model`` from sync code, whatever it implements.
+
+    ``model.complete`` is used when it works; a model that only implements ``acomplete`` (its
+    ``complete`` raises ``NotImplementedError``) is run through ``acomplete`` instead, so a sync caller
+    never has to fall back on something else.
+
+    Raises:
+        TypeError: ``model`` is neither a :class:`LanguageModel` nor a callable.
+    """
+    llm = as_language_model(model)
+    try:
+        return llm.complete(prompt)
+    except NotImplementedError:
+        return str(_run_coroutine(llm.acomplete(prompt)))
+
+
+def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` from sync code: with ``asyncio.run`` when no loop is running in this thread, else on a
+    private thread with its own loop (``asyncio.run`` cannot be called inside a running loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="pathrag-llm") as pool:
+        return pool.submit(asyncio.run, coro).result()
