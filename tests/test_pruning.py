@@ -295,3 +295,37 @@ def test_deterministic_across_hash_seeds():
         outputs.add(done.stdout)
     assert len(outputs) == 1
     assert len(json.loads(outputs.pop())) == 50
+
+
+# -- any hashable node, as networkx allows --------------------------------------------------------
+
+
+def _as_text(paths):
+    return [(tuple(str(n) for n in p.nodes), p.score, p.resources) for p in paths]
+
+
+@SETTINGS
+@given(graphs_and_seeds(directed=True), params_strategy, st.booleans(), st.sampled_from(["int", "tuple"]))
+def test_int_and_tuple_nodes_give_the_paths_of_the_string_relabelled_graph(case, params, directed, kind):
+    g, seeds = case  # nodes "v00".."v13"; relabel them to ints or tuples, then compare with str() of those
+    def label(name: str):
+        if name == "ghost":  # an unknown seed stays unknown
+            return -1 if kind == "int" else (-1, "ghost")
+        i = int(name[1:])
+        return i if kind == "int" else (i % 3, f"n{i}")
+    relabelled = nx.relabel_nodes(g, label)
+    as_text = nx.relabel_nodes(relabelled, str)
+    got = find_key_paths(relabelled, [label(s) for s in seeds], directed=directed, **params)
+    expected = find_key_paths(as_text, [str(label(s)) for s in seeds], directed=directed, **params)
+    assert _as_text(got) == _as_text(expected)
+    for path in got:  # the nodes come back as the graph's own objects
+        assert all(n in relabelled for n in path.nodes) and not any(isinstance(n, str) for n in path.nodes)
+
+
+def test_mixed_node_types_sort_without_comparing_them():
+    g = nx.Graph([(1, "1"), ("1", (1,)), ((1,), 2.5), (1, 2.5)])
+    paths = find_key_paths(g, [1, 2.5, (1,)], theta=0.0)
+    assert {p.nodes[0] for p in paths} | {p.nodes[-1] for p in paths} <= {1, 2.5, (1,)}
+    assert propagate_resources(g, 1)[1] == 1.0
+    assert pathrag.spread_resources(g, [1, "1"])  # int 1 and str "1" are two nodes, both started from
+    assert len(pathrag.spread_resources(g, [1, "1"])) == 4

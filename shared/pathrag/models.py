@@ -13,6 +13,7 @@ dataclasses that hold them.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -87,12 +88,14 @@ class ScoredPath(BaseModel):
 
     ``nodes`` runs from the seed whose propagation scored the path to the other seed;
     ``resources`` holds each node's resource in that propagation, so that
-    ``score == sum(resources) / hops``.
+    ``score == sum(resources) / hops``. Nodes are entity names for a :class:`~pathrag.GraphStore`, and
+    a networkx graph's own nodes (any hashable: ints, tuples...) for a graph passed to
+    :func:`~pathrag.find_key_paths` directly.
     """
 
     model_config = _FROZEN
 
-    nodes: tuple[str, ...] = Field(min_length=2)
+    nodes: tuple[Hashable, ...] = Field(min_length=2)
     score: float
     resources: tuple[float, ...] = ()
 
@@ -102,15 +105,15 @@ class ScoredPath(BaseModel):
         return len(self.nodes) - 1
 
     @property
-    def start(self) -> str:
+    def start(self) -> Hashable:
         return self.nodes[0]
 
     @property
-    def end(self) -> str:
+    def end(self) -> Hashable:
         return self.nodes[-1]
 
     @property
-    def edges(self) -> tuple[tuple[str, str], ...]:
+    def edges(self) -> tuple[tuple[Hashable, Hashable], ...]:
         """Consecutive node pairs in walking order (not necessarily the recorded relation direction)."""
         return tuple(zip(self.nodes, self.nodes[1:]))
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Collection, Generator, Iterable, Mapping
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,17 @@ __all__ = [
 
 Request = tuple[dict[str, "int | None"], frozenset[str]]
 """One hop's batched question to the store: node -> degree limit, and the ``keep`` set."""
+
+
+def _order(node: Hashable) -> tuple[str, str]:
+    """The sort key of a node: its text first, so any hashable nodes (ints, tuples, mixed types) sort, and
+    in the order their string labels would (a graph relabelled with ``str`` gives the same paths, scores
+    and ties). The second part tells apart distinct nodes with the same text (``1`` and ``"1"``)."""
+    return (node, "") if type(node) is str else (str(node), f"{type(node).__qualname__}:{node!r}")
+
+
+def _ordered(nodes: Iterable[Hashable]) -> tuple[tuple[str, str], ...]:
+    return tuple(map(_order, nodes))
 
 
 @dataclass(frozen=True)
@@ -141,7 +153,7 @@ class _Propagation:
             self.frontier = []
             return
         self.frontier = sorted(
-            v for v, s in incoming.items() if self.degree[v] > 0 and s / self.degree[v] >= p.theta
+            (v for v, s in incoming.items() if self.degree[v] > 0 and s / self.degree[v] >= p.theta), key=_order
         )
         self.expandable.update(self.frontier)
 
@@ -206,31 +218,35 @@ def _search(
         raise ValueError(f"paths_per_pair must be a positive int or None, got {paths_per_pair!r}")
     if isinstance(seeds, str):
         raise TypeError("seeds must be a collection of node names, not a single string")
-    unique = sorted(set(seeds))
+    unique = sorted(set(seeds), key=_order)
     if top_k == 0 or len(unique) < 2:
         return []
     runs = yield from _propagate(unique, params, complete=False, seeds=unique)
 
-    # Best score per path; undirected, a path and its reverse are one path.
-    best: dict[tuple[str, ...], tuple[tuple[float, int, tuple[str, ...]], tuple[float, ...]]] = {}
+    # Best score per path; undirected, a path and its reverse are one path. Ranks compare the nodes'
+    # sort keys, never the nodes themselves (ints and strings do not compare); distinct paths have
+    # distinct keys, so a comparison never reaches the resources or the nodes after the rank.
+    Ranked = tuple[tuple[float, int, tuple[tuple[str, str], ...]], tuple[float, ...], tuple[Hashable, ...]]
+    best: dict[tuple[tuple[str, str], ...], Ranked] = {}
     for run in runs:
         for nodes, score in run.paths_to(unique):
-            key = nodes if params.directed else min(nodes, nodes[::-1])
-            rank = (-score, len(nodes), nodes)
+            keyed = _ordered(nodes)
+            key = keyed if params.directed else min(keyed, keyed[::-1])
+            rank = (-score, len(nodes), keyed)
             if key not in best or rank < best[key][0]:
-                best[key] = (rank, tuple(run.resource[n] for n in nodes))
+                best[key] = (rank, tuple(run.resource[n] for n in nodes), nodes)
 
-    by_pair: dict[tuple[str, str], list[tuple[tuple[float, int, tuple[str, ...]], tuple[float, ...]]]] = {}
-    for rank, resources in best.values():
-        nodes = rank[2]
-        pair = (nodes[0], nodes[-1]) if params.directed else tuple(sorted((nodes[0], nodes[-1])))
-        by_pair.setdefault(pair, []).append((rank, resources))  # type: ignore[arg-type]
-    pooled = []
+    by_pair: dict[tuple[tuple[str, str], ...], list[Ranked]] = {}
+    for ranked in best.values():
+        ends = (ranked[0][2][0], ranked[0][2][-1])
+        pair = ends if params.directed else tuple(sorted(ends))
+        by_pair.setdefault(pair, []).append(ranked)
+    pooled: list[Ranked] = []
     for candidates in by_pair.values():
         pooled.extend(candidates if paths_per_pair is None else heapq.nsmallest(paths_per_pair, candidates))
     return [
-        ScoredPath(nodes=rank[2], score=-rank[0], resources=resources)
-        for rank, resources in heapq.nsmallest(top_k, pooled)
+        ScoredPath(nodes=nodes, score=-rank[0], resources=resources)
+        for rank, resources, nodes in heapq.nsmallest(top_k, pooled)
     ]
 
 
@@ -298,7 +314,7 @@ async def apropagate_resources(
 def _starts(starts: Iterable[str]) -> list[str]:
     if isinstance(starts, str):
         raise TypeError("starts must be a collection of node names, not a single string")
-    return sorted(set(starts))
+    return sorted(set(starts), key=_order)
 
 
 def _spread(runs: list[_Propagation]) -> dict[str, float]:
