@@ -106,3 +106,27 @@ def test_default_context_holds_passages_and_paths_mode_matches_the_paper_layout(
     text = result_context(evidence, max_tokens=800).text
     assert text.startswith(f"Question: {question}\n\nSource passages, least to most relevant:")
     assert result_context(paths).text.startswith(f"Question: {question}\n\nRelational paths from the knowledge graph")
+
+
+def test_with_a_model_answers_are_scored_by_exact_match_and_f1(bench, tmp_path, monkeypatch):
+    questions = bench.load_questions(SAMPLE)
+
+    def scripted(spec):  # answers right exactly when the context holds the answer
+        assert spec == "scripted:reader"
+
+        def answer(prompt: str) -> str:
+            body = prompt.split("\n", 1)[1]
+            for q in questions:
+                if prompt.startswith(f"Question: {q.text}\n"):
+                    return q.answers[0] if bench.answer_in(q, body) else "I do not know"
+            raise AssertionError("a prompt for an unknown question")
+        return answer
+
+    monkeypatch.setattr(bench, "_chat_model", scripted)
+    report = bench.run(SAMPLE, budgets=[900], methods=["dense", "default"], cache_dir=tmp_path, model="scripted:reader",
+                       progress=False)
+    for row in report["rows"]:
+        assert row["em"] == row["answer_in_context"] and row["f1"] == pytest.approx(row["em"])
+    assert "| EM | F1 |" in bench.format_table(report)
+    assert bench.token_f1(questions[0], "the " + questions[0].answers[0]) == 1.0
+    assert 0 < bench.token_f1(questions[0], questions[0].answers[0] + " and more words") < 1
