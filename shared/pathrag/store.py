@@ -259,6 +259,12 @@ class SQLiteStore:
         """A read of the last committed state (or of this thread's open :meth:`snapshot`)."""
         return self._r().execute(sql, params).fetchall()
 
+    def stream(self, sql: str, params: Sequence[Any] = (), batch: int = 1000) -> Iterator[tuple[Any, ...]]:
+        """Rows of a read on this thread's reader, a batch at a time (inside a snapshot: of that state)."""
+        cursor = self._r().execute(sql, params)
+        while rows := cursor.fetchmany(batch):
+            yield from rows
+
     def iread(self, sql: str, params: Sequence[Any] = (), batch: int = 2000) -> Iterator[tuple[Any, ...]]:
         """Rows of a committed-state query, streamed in batches (one read transaction throughout)."""
         conn = self._connect()  # its own connection: the shared reader stays free meanwhile
@@ -756,7 +762,7 @@ class SQLiteVectorIndex:
         self.store = store
         self.space = space
         self.embedder = embedder
-        self._cache: tuple[int, list[str], np.ndarray, list[tuple[str, str]]] | None = None
+        self._cache: tuple[int, list[str], np.ndarray] | None = None
         self._counter = f"vector_writes:{space}"
 
     def __len__(self) -> int:
@@ -820,46 +826,54 @@ class SQLiteVectorIndex:
     async def adelete(self, ids: Iterable[str]) -> None:
         self.delete(ids)
 
-    def _matrix(self) -> tuple[list[str], np.ndarray, list[tuple[str, str]]]:
-        with self.store.snapshot():  # the counter and the rows from one committed state
-            return self._load_matrix()
+    def _matrix(self) -> tuple[list[str], np.ndarray]:
+        """The space's ids and unit vectors as one float32 matrix, reloaded only after a change.
 
-    def _load_matrix(self) -> tuple[list[str], np.ndarray, list[tuple[str, str]]]:
+        Call inside :meth:`SQLiteStore.snapshot`: the change counter and the rows are then one state."""
         version = self.store.counter(self._counter)
         if self._cache is None or self._cache[0] != version:
+            self._cache = None  # let the old matrix go before the new one is built
+            (count,), = self.store.read("SELECT COUNT(*) FROM vectors WHERE space = ?", (self.space,))
+            first = self.store.read("SELECT length(vector) FROM vectors WHERE space = ? LIMIT 1", (self.space,))
+            size = first[0][0] if first else 0
+            # filled row by row from a cursor: no list of every blob, no second copy of the matrix
+            matrix = np.empty((count, size // 4), dtype="<f4")
             ids: list[str] = []
-            metadata: list[tuple[str, str]] = []  # (metadata JSON, text): what a hit carries back
-            blobs: list[bytes] = []
-            for item_id, meta, text, blob in self.store.read(
-                    "SELECT id, metadata, text, vector FROM vectors WHERE space = ?", (self.space,)):
+            for row, (item_id, blob) in enumerate(self.store.stream(
+                    "SELECT id, vector FROM vectors WHERE space = ?", (self.space,))):
+                if row == count:  # cannot happen inside a snapshot; guards a misuse outside one
+                    break
+                if len(blob) != size:
+                    raise StoreError(f"{self.store.path}: the {self.space} vectors have different dimensions "
+                                     f"({size // 4} and {len(blob) // 4}); rebuild the store")
                 ids.append(item_id)
-                metadata.append((meta, text))
-                blobs.append(blob)
-            sizes = {len(b) for b in blobs}
-            if len(sizes) > 1:
-                raise StoreError(f"{self.store.path}: the {self.space} vectors have different dimensions "
-                                 f"({sorted(s // 4 for s in sizes)}); rebuild the store")
-            matrix = (np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1) if blobs
-                      else np.zeros((0, 0), dtype="<f4"))
-            self._cache = (version, ids, matrix, metadata)
-        return self._cache[1], self._cache[2], self._cache[3]
+                matrix[row] = np.frombuffer(blob, dtype="<f4")
+            self._cache = (version, ids, matrix[: len(ids)])
+        return self._cache[1], self._cache[2]
 
     def _search(self, vector: Sequence[float], k: int) -> list[VectorHit]:
-        ids, matrix, metadata = self._matrix()
-        if k <= 0 or not ids:
-            return []
-        query = _unit(np.asarray(vector, dtype=np.float32))
-        if query.shape[0] != matrix.shape[1]:
-            raise StoreError(f"the embedder gives {query.shape[0]}-dimensional vectors but {self.store.path} holds "
-                             f"{matrix.shape[1]}-dimensional ones: open the store with the embedder it was built with")
-        scores = matrix @ query
-        k = min(k, len(ids))
-        top = np.argpartition(-scores, k - 1)[:k]
-        ranked = sorted(top.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
-        if _HIT_TEXT:
-            return [VectorHit(ids[i], float(scores[i]), json.loads(metadata[i][0]), text=metadata[i][1])  # type: ignore[call-arg]
-                    for i in ranked]
-        return [VectorHit(ids[i], float(scores[i]), json.loads(metadata[i][0])) for i in ranked]
+        with self.store.snapshot():  # the matrix and the hits' metadata from one committed state
+            ids, matrix = self._matrix()
+            if k <= 0 or not ids:
+                return []
+            query = _unit(np.asarray(vector, dtype=np.float32))
+            if query.shape[0] != matrix.shape[1]:
+                raise StoreError(f"the embedder gives {query.shape[0]}-dimensional vectors but {self.store.path} "
+                                 f"holds {matrix.shape[1]}-dimensional ones: open the store with the embedder it "
+                                 "was built with")
+            scores = matrix @ query
+            k = min(k, len(ids))
+            top = np.argpartition(-scores, k - 1)[:k]
+            ranked = sorted(top.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
+            found = {i: (md, text) for i, md, text in self.store.read(
+                f"SELECT id, metadata, text FROM vectors WHERE space = ? AND id IN {_IN}",
+                (self.space, dumps([ids[i] for i in ranked])))}
+        hits = []
+        for i in ranked:
+            metadata, text = found[ids[i]]
+            extra = {"text": text} if _HIT_TEXT else {}
+            hits.append(VectorHit(ids[i], float(scores[i]), json.loads(metadata), **extra))
+        return hits
 
     def query(self, text: str, k: int) -> list[VectorHit]:
         return self._search(self.embedder.embed([text])[0], k)
