@@ -4,7 +4,9 @@ Data (HippoRAG format, e.g. ``../shared/data/musique-dev``): ``questions.json`` 
 ``answer_aliases``, ``paragraphs`` with ``title``/``paragraph_text``/``is_supporting``), and an OpenIE file
 ``openie*.json`` (passages with their extracted entities and triples). The index is built without an LLM
 by :func:`pathrag.importers.import_openie`: each passage is a chunk with its real text, so every entity and
-relation cites the passage it came from.
+relation cites the passage it came from. With ``--extract-with provider:name`` the passages (from
+``corpus.json``, else the OpenIE file) are indexed by pathrag's own extraction with that LangChain chat
+model instead (one chunk per passage; costly: two LLM calls per passage).
 
 Methods, on the same graph, embedder and seeds (no LLM at query time: the question is the keyword):
 
@@ -50,7 +52,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from pathrag import HashingEmbedder, PathRAGIndex, RetrievedItem, VectorHit
+from pathrag import Document, HashingEmbedder, PathRAGIndex, RetrievedItem, VectorHit
 from pathrag.context import build_evidence_context, result_context
 from pathrag.importers import import_openie
 from pathrag.retrieval import pick_seeds
@@ -281,22 +283,43 @@ class Score:
     latencies: list[float] = field(default_factory=list)
 
 
-def build_index(data: Path, embedder: Any) -> PathRAGIndex:
-    index = PathRAGIndex(embedder=embedder)
+def corpus_passages(data: Path) -> list[str]:
+    """Every passage as ``title\ntext``: from ``corpus.json``, else from the OpenIE file."""
+    if (data / "corpus.json").exists():
+        rows = json.loads((data / "corpus.json").read_text(encoding="utf-8"))
+        return [f"{row['title']}\n{row['text']}" for row in rows]
+    docs = json.loads(openie_file(data).read_text(encoding="utf-8"))["docs"]
+    return [doc.get("passage") or f"{doc['title']}\n{doc['text']}" for doc in docs]
+
+
+def build_index(data: Path, embedder: Any, extract_llm: Any = None) -> PathRAGIndex:
+    """The graph of ``data``: imported from its OpenIE file, or extracted by ``extract_llm``."""
     started = time.perf_counter()
-    summary = import_openie(openie_file(data), index)
-    print(f"imported {summary.entities} entities, {summary.relations} relations, {summary.chunks} passages "
-          f"({summary.skipped} malformed rows skipped) in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    if extract_llm is not None:
+        index = PathRAGIndex(llm=extract_llm, embedder=embedder)  # a document's text is one chunk
+        summary = index.insert([Document(id=f"passage-{i}", text=text) for i, text in enumerate(corpus_passages(data))])
+        print(f"extracted {summary.entities} entities, {summary.relations} relations from {summary.chunks} passages "
+              f"with {summary.llm_calls} LLM calls in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        return index
+    index = PathRAGIndex(embedder=embedder)
+    imported = import_openie(openie_file(data), index)
+    print(f"imported {imported.entities} entities, {imported.relations} relations, {imported.chunks} passages "
+          f"({imported.skipped} malformed rows skipped) in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return index
 
 
 def run(data: Path, *, embedder: str = "hashing", budgets: Sequence[int] = BUDGETS,
         methods: Sequence[str] = METHODS, limit: int | None = None, cache_dir: Path | None = None,
-        model: str | None = None, progress: bool = True) -> dict[str, Any]:
-    """Run the benchmark; returns ``{"embedder", "questions", "rows": [...]}`` (one row per method and budget)."""
+        model: str | None = None, extract_with: str | Any = None, progress: bool = True) -> dict[str, Any]:
+    """Run the benchmark; returns ``{"embedder", "questions", "rows": [...]}`` (one row per method and budget).
+
+    ``extract_with``: a LangChain ``provider:name`` or a :class:`pathrag.LanguageModel` that builds the
+    graph by extraction instead of the OpenIE import.
+    """
     name, emb = make_embedder(embedder, cache_dir)
     questions = load_questions(data, limit)
-    index = build_index(data, emb)
+    extract_llm = _extraction_model(extract_with) if isinstance(extract_with, str) else extract_with
+    index = build_index(data, emb, extract_llm)
     emb.embed([q.text for q in questions])  # query embeddings outside the timed part
     emb.save()
     llm = _chat_model(model) if model else None
@@ -333,6 +356,14 @@ def run(data: Path, *, embedder: str = "hashing", budgets: Sequence[int] = BUDGE
     return {"embedder": name, "questions": len(questions), "rows": rows}
 
 
+def _extraction_model(spec: str) -> Any:
+    from langchain.chat_models import init_chat_model  # only with --extract-with
+
+    from langchain_pathrag import LangChainLanguageModel
+
+    return LangChainLanguageModel(init_chat_model(spec))
+
+
 def _chat_model(spec: str) -> Callable[[str], str]:
     from langchain.chat_models import init_chat_model  # only with --model
 
@@ -364,6 +395,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "pathrag-bench")
     parser.add_argument("--model", default=None, help="answer with this LangChain chat model (provider:name)")
+    parser.add_argument("--extract-with", default=None,
+                        help="build the graph by extraction with this LangChain chat model instead of the OpenIE file")
     parser.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
     args = parser.parse_args(argv)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
@@ -371,7 +404,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if unknown:
         parser.error(f"unknown method(s): {', '.join(sorted(unknown))}")
     report = run(args.data, embedder=args.embedder, budgets=[int(b) for b in args.budgets.split(",")],
-                 methods=methods, limit=args.limit, cache_dir=args.cache_dir, model=args.model)
+                 methods=methods, limit=args.limit, cache_dir=args.cache_dir, model=args.model,
+                 extract_with=args.extract_with)
     print(format_table(report))
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2), encoding="utf-8")

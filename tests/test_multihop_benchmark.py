@@ -130,3 +130,29 @@ def test_with_a_model_answers_are_scored_by_exact_match_and_f1(bench, tmp_path, 
     assert "| EM | F1 |" in bench.format_table(report)
     assert bench.token_f1(questions[0], "the " + questions[0].answers[0]) == 1.0
     assert 0 < bench.token_f1(questions[0], questions[0].answers[0] + " and more words") < 1
+
+
+def test_the_graph_can_be_built_by_extraction_with_a_model(bench, tmp_path):
+    """--extract-with: pathrag's own extraction over the passages instead of the OpenIE import."""
+    class TitleExtractor:  # a stand-in model: each passage's title becomes its one entity
+        name = "title-extractor"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def complete(self, prompt: str) -> str:
+            raise AssertionError("indexing is async")
+
+        async def acomplete(self, prompt: str) -> str:
+            self.calls += 1
+            if "FOLLOW-UP" in prompt:
+                return "<|COMPLETE|>"
+            title = prompt.rsplit("Text:\n", 1)[1].split("\n", 1)[0]
+            return f'("entity"<|>{title}<|>concept<|>{title})<|COMPLETE|>'
+
+    model = TitleExtractor()
+    report = bench.run(SAMPLE, budgets=[900], methods=["dense", "default"], cache_dir=tmp_path, progress=False,
+                       extract_with=model)
+    assert model.calls == 2 * len(bench.corpus_passages(SAMPLE)) == 160  # extraction + one gleaning each
+    rows = {r["method"]: r for r in report["rows"]}
+    assert rows["default"]["gold_recall"] > 0 and 0 <= rows["default"]["answer_in_context"] <= 1
