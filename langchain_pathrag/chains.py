@@ -89,10 +89,6 @@ def format_context(question: str, docs: Sequence[Document], *,
     <BLANKLINE>
     Passage 1:
     A met B.
-    <BLANKLINE>
-    Relational paths from the knowledge graph, least to most reliable:
-    <BLANKLINE>
-    (no paths found)
     """
     layout = "paths" if docs and all(doc.metadata.get("layout") == "paths" for doc in docs) else "evidence"
     return items_context(question, [_item(doc) for doc in docs], layout, max_tokens=max_tokens)

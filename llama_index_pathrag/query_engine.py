@@ -101,14 +101,14 @@ class PathRAGContextPostprocessor(BaseNodePostprocessor):
         context = items_context(query, items, layout, max_tokens=self.max_tokens)
         by_id = {item.id: n for item, n in zip(items, nodes)}
         laid_out = []
-        for item, (head, _, tail) in zip(context.items, context_blocks(context)):
+        for item, (head, _) in zip(context.items, context_blocks(context)):
             original = by_id[item.id]
             # the node keeps its own text; the block's head goes in through the one metadata entry the
             # LLM sees, so get_content(LLM) is exactly this item's block of the core's context
             metadata = {**original.node.metadata, BLOCK_KEY: head.removesuffix("\n")}
             node = TextNode(id_=original.node.node_id, text=original.node.get_content(metadata_mode=MetadataMode.NONE),
                             metadata=metadata, metadata_template="{value}",
-                            text_template="{metadata_str}\n{content}" + tail.replace("{", "{{").replace("}", "}}"),
+                            text_template="{metadata_str}\n{content}",
                             excluded_llm_metadata_keys=[k for k in metadata if k != BLOCK_KEY],
                             excluded_embed_metadata_keys=list(metadata))
             laid_out.append(NodeWithScore(node=node, score=original.score))

@@ -116,7 +116,10 @@ def test_evidence_layout_is_query_passages_ascending_then_paths_most_reliable_la
     text = ctx.text
     assert text.startswith("Question: Q?\n\nSource passages, least to most relevant:\n\nPassage 1:\npassage 4")
     assert text.index("Passage 5:\npassage 0") < text.index("Path 1 (1 hop, reliability 1.200)") < text.index("A -> Z")
-    assert "Question: Q?\n\n" + "\n\n".join(h + b + t for h, b, t in context_blocks(ctx)) == text
+    assert "Question: Q?\n\n" + "\n\n".join(h + b for h, b in context_blocks(ctx)) == text
+    passages_only = build_evidence_context("Q?", passages, token_counter=len)
+    assert "Relational paths" not in passages_only.text  # no path shown: no paths section
+    assert "Question: Q?\n\n" + "\n\n".join(h + b for h, b in context_blocks(passages_only)) == passages_only.text
 
 
 def test_evidence_budget_passages_first_paths_only_in_their_share_and_only_with_new_facts():
@@ -136,7 +139,7 @@ def test_evidence_budget_passages_first_paths_only_in_their_share_and_only_with_
         if "p-new" not in kinds(plain):  # passages first: no room was left for the path
             assert n_plain > n_shared or plain.tokens + 45 > budget
     # p-old repeats c0 (its only source), so only p-new may take the passages' room; leftover room takes both
-    narrow = build_evidence_context("Q?", items, max_tokens=340, token_counter=len, path_share=0.2)
+    narrow = build_evidence_context("Q?", items, max_tokens=320, token_counter=len, path_share=0.2)
     assert "p-new" in kinds(narrow) and "p-old" not in kinds(narrow) and "c0" in kinds(narrow)
     ample = build_evidence_context("Q?", items, max_tokens=10_000, token_counter=len, path_share=0.2)
     assert set(kinds(ample)) == {i.id for i in items}

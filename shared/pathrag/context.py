@@ -209,31 +209,29 @@ def _evidence_text(query: str, passages: Sequence[RetrievedItem], graph: Sequenc
     if not passages:
         return CONTEXT_TEMPLATE.format(question=query, paths=graph_text or "(no paths found)")
     passage_text = "\n\n".join(_passage_block(i, item) for i, item in enumerate(passages, start=1))
-    return EVIDENCE_TEMPLATE.format(question=query, passages=passage_text, paths=graph_text or "(no paths found)")
+    if not graph:  # no path shown (none found, or none fitted): no paths section
+        return _PASSAGES_ONLY_TEMPLATE.format(question=query, passages=passage_text)
+    return EVIDENCE_TEMPLATE.format(question=query, passages=passage_text, paths=graph_text)
 
 
 _PASSAGES_HEADER, _PATHS_HEADER = EVIDENCE_TEMPLATE.split("\n\n")[1], EVIDENCE_TEMPLATE.split("\n\n")[3]
+_PASSAGES_ONLY_TEMPLATE = EVIDENCE_TEMPLATE[: EVIDENCE_TEMPLATE.index(f"\n\n{_PATHS_HEADER}")]
 
 
-def context_blocks(context: PathContext) -> list[tuple[str, str, str]]:
+def context_blocks(context: PathContext) -> list[tuple[str, str]]:
     """The context's evidence as one block per item, in display order, for frameworks that keep one
-    node per item: ``(head, body, tail)`` with ``body`` the item's own text, and
-    ``f"Question: {query}\\n\\n" + "\\n\\n".join(h + b + t for h, b, t in blocks) == context.text``.
+    node per item: ``(head, body)`` with ``body`` the item's own text, and
+    ``f"Question: {query}\\n\\n" + "\\n\\n".join(h + b for h, b in blocks) == context.text``.
 
-    A section's header opens its first block's head; when there are passages but no paths, the last
-    block's tail is the (empty) paths section. No items: ``[]``.
+    A section's header opens its first block's head. No items: ``[]``.
     """
     passages = [item for item in context.items if item.kind == "passage"]
     graph = [item for item in context.items if item.kind != "passage"]
-    blocks = [(f"Passage {n}:\n", item.text.strip(), "") for n, item in enumerate(passages, start=1)]
-    if blocks:
-        blocks[0] = (f"{_PASSAGES_HEADER}\n\n{blocks[0][0]}", *blocks[0][1:])
-    graph_blocks = [(_graph_block(n, item)[: -len(item.text)] if item.text else _graph_block(n, item), item.text, "")
-                    for n, item in enumerate(graph, start=1)]
-    if graph_blocks:
-        graph_blocks[0] = (f"{_PATHS_HEADER}\n\n{graph_blocks[0][0]}", *graph_blocks[0][1:])
-    elif blocks:
-        blocks[-1] = (*blocks[-1][:2], f"\n\n{_PATHS_HEADER}\n\n(no paths found)")
+    blocks = [(f"Passage {n}:\n", item.text.strip()) for n, item in enumerate(passages, start=1)]
+    graph_blocks = [(_graph_block(n, item).removesuffix(item.text), item.text) for n, item in enumerate(graph, start=1)]
+    for section, header in ((blocks, _PASSAGES_HEADER), (graph_blocks, _PATHS_HEADER)):
+        if section:
+            section[0] = (f"{header}\n\n{section[0][0]}", section[0][1])
     return blocks + graph_blocks
 
 
@@ -263,9 +261,9 @@ def build_evidence_context(
         raise ValueError(f"path_share must be in [0, 1], got {path_share}")
     passages = sorted((i for i in items if i.kind == "passage"), key=lambda i: -i.score)
     graph = sorted((i for i in items if i.kind != "passage"), key=lambda i: (i.path is None, -i.score, i.hops, i.nodes))
-    # the frame with the empty-paths placeholder: an upper bound of what surrounds the blocks
+    # the frame with both section headers: an upper bound of what surrounds the blocks
     header = count_tokens(_evidence_text(query, [], []) if not passages else
-                          EVIDENCE_TEMPLATE.format(question=query, passages="", paths="(no paths found)"), token_counter)
+                          EVIDENCE_TEMPLATE.format(question=query, passages="", paths=""), token_counter)
 
     def cost(item: RetrievedItem) -> int:
         block = _passage_block(len(items), item) if item.kind == "passage" else _graph_block(len(items), item)
