@@ -1,8 +1,9 @@
 """``PathRAGIndexer``: build and maintain a PathRAG index from LangChain ``Document``s.
 
 A thin layer over :class:`pathrag.PathRAGIndex`, which extracts, merges, caches and deletes: this
-module splits LangChain documents into chunks, adapts the chat model, embeddings, vector stores and
-graph store, and persists the default in-memory vector stores next to the core's files.
+module splits LangChain documents into chunks and adapts the chat model, embeddings, vector stores and
+graph store. With a ``path``, the index is the core's store (``pathrag.sqlite``, vectors included), so
+the ``pathrag`` command line and ``PathRAGIndex`` open it too.
 
 >>> from langchain_core.documents import Document
 >>> from langchain_core.language_models import FakeListChatModel
@@ -24,7 +25,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -41,23 +44,51 @@ from pydantic import ConfigDict, Field
 
 import pathrag
 from pathrag import GraphStore, IndexConfig, InsertSummary, PathRAGIndex, VectorItem
-from pathrag.graph import atomic_write_text
-from pathrag.indexing import STATE_FILE, DeleteSummary
+from pathrag.indexing import STATE_FILE, DeleteSummary, embedder_name_of
+from pathrag.store import SQLiteVectorIndex
 from pathrag.tokens import count_tokens
 
-from .models import LangChainLanguageModel, LangChainVectorIndex
+from .models import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings
 from .retrievers import PathRAGRetriever
 
 __all__ = ["DEFAULT_CHUNK_OVERLAP", "DEFAULT_CHUNK_SIZE", "EXTRACTION_TAG", "PathRAGDocumentIndex", "PathRAGIndexer",
-           "document_id"]
+           "document_id", "embeddings_name"]
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_CHUNK_SIZE = 1200  # tokens, as in the paper's setup
 DEFAULT_CHUNK_OVERLAP = 100
 #: Tag of the extraction and summary calls of the indexer's model.
 EXTRACTION_TAG = "pathrag:extraction"
-#: Files of the default vector stores under the index directory (``InMemoryVectorStore.load`` reads them).
+#: Files in which earlier versions kept the default vector stores under the index directory (moved into
+#: ``pathrag.sqlite`` when such a directory is opened; the files go to :data:`LEGACY_BACKUP`).
 STORE_FILES = {"entities": "entities.vectorstore.json", "relations": "relations.vectorstore.json",
                "chunks": "chunks.vectorstore.json"}
+LEGACY_BACKUP = "vectorstore-backup"
+
+
+def embeddings_name(embeddings: Embeddings) -> str:
+    """The name a store records for LangChain ``embeddings`` (it then refuses others).
+
+    The command line's names where they exist (``hashing-<dim>`` for a wrapped :class:`pathrag.HashingEmbedder`,
+    ``openai:<model>`` for ``OpenAIEmbeddings``), so that it opens the store; else the class and model.
+
+    >>> from pathrag import HashingEmbedder
+    >>> embeddings_name(PathRAGEmbeddings(HashingEmbedder(256)))
+    'hashing-256'
+    """
+    if isinstance(embeddings, PathRAGEmbeddings) and (name := embedder_name_of(embeddings.embedder)):
+        return name
+    model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
+    model = model if isinstance(model, str) and model.strip() else None
+    if type(embeddings).__name__ == "OpenAIEmbeddings" and model:
+        return f"openai:{model}"
+    return f"langchain:{type(embeddings).__name__}" + (f":{model}" if model else "")
+
+
+def _core_embedder(embeddings: Embeddings) -> pathrag.Embedder:
+    # a wrapped core embedder is used as it is: the same vectors, without the round trip
+    return embeddings.embedder if isinstance(embeddings, PathRAGEmbeddings) else LangChainEmbedder(embeddings)
 
 
 def document_id(doc: Document) -> str:
@@ -72,43 +103,10 @@ def document_id(doc: Document) -> str:
 
 
 class _SavedStoreIndex(LangChainVectorIndex):
-    """A default ``InMemoryVectorStore`` written to ``file`` after every change.
-
-    Changes land before the core commits its document table, so a crash never leaves an index whose
-    documents are recorded but whose vectors are not.
-    """
+    """A default ``InMemoryVectorStore`` of an indexer without a path: :meth:`PathRAGIndexer.save` copies
+    its vectors into the saved store."""
 
     store: InMemoryVectorStore
-
-    def __init__(self, store: InMemoryVectorStore, file: Path | None) -> None:
-        super().__init__(store)
-        self.file = file
-
-    def save(self, path: str | os.PathLike[str]) -> None:
-        # the store's entries are plain JSON: compact, atomic, and still readable by InMemoryVectorStore.load
-        atomic_write_text(path, json.dumps(self.store.store))
-
-    def _changed(self, what: Sequence[Any]) -> None:
-        if self.file is not None and what:
-            self.save(self.file)
-
-    def upsert(self, items: Sequence[VectorItem]) -> None:
-        super().upsert(items)
-        self._changed(items)
-
-    async def aupsert(self, items: Sequence[VectorItem]) -> None:
-        await super().aupsert(items)
-        self._changed(items)
-
-    def delete(self, ids: Iterable[str]) -> None:
-        ids = list(ids)
-        super().delete(ids)
-        self._changed(ids)
-
-    async def adelete(self, ids: Iterable[str]) -> None:
-        ids = list(ids)
-        await super().adelete(ids)
-        self._changed(ids)
 
 
 class PathRAGIndexer:
@@ -121,16 +119,18 @@ class PathRAGIndexer:
     * ``graph_store``: any :class:`pathrag.GraphStore`; default the embedded networkx store.
     * ``text_splitter``: default ``RecursiveCharacterTextSplitter`` of :data:`DEFAULT_CHUNK_SIZE` tokens with
       :data:`DEFAULT_CHUNK_OVERLAP` overlap, measured with the core's token counter (works offline).
-    * ``path``: a directory that holds the index; every change is saved there as it happens, and an
-      existing index there is reopened (see :meth:`load`). Stores you pass in persist themselves.
+    * ``path``: a directory that holds the index, the core's store (``pathrag.sqlite``): every change is
+      saved there as it happens, and an existing index there, whoever made it, is reopened (see
+      :meth:`load`). The default vector indexes are then the store's own. Stores you pass in persist
+      themselves. A directory of earlier versions (vectors in ``*.vectorstore.json``) is migrated on open.
     * ``config``: the core's :class:`pathrag.IndexConfig` (concurrency, retries, cache, gleaning...).
 
     Documents are indexed under :func:`document_id`; re-adding an unchanged one costs nothing, a
     changed one replaces its previous version. ``index`` is the underlying :class:`pathrag.PathRAGIndex`
     (``stats()``, ``documents``...).
 
-    The default stores suit small corpora: they search by brute force and, with ``path``, are rewritten
-    as JSON after each change. For large ones pass real vector stores (Chroma, PGVector...).
+    The default vector indexes search by brute force (``InMemoryVectorStore`` without a path, the store's
+    exact numpy search with one). For large corpora pass real vector stores (Chroma, PGVector...).
     """
 
     def __init__(
@@ -156,30 +156,48 @@ class PathRAGIndexer:
         self.text_splitter = text_splitter or RecursiveCharacterTextSplitter(
             chunk_size=DEFAULT_CHUNK_SIZE, chunk_overlap=DEFAULT_CHUNK_OVERLAP,
             length_function=functools.partial(count_tokens, token_counter=config.token_counter))
-        indexes = {name: LangChainVectorIndex(store) if store is not None else self._default_index(name)
+        # with a path, the store's own vector indexes (None here); without, InMemoryVectorStores
+        indexes = {name: LangChainVectorIndex(store) if store is not None else self._default_index()
                    for name, store in given.items()}
         self.index = PathRAGIndex(
             self.path, graph=graph_store, config=config,
             llm=LangChainLanguageModel(llm, config={"tags": [EXTRACTION_TAG], "run_name": "pathrag_extraction"})
             if llm is not None else None,
+            embedder=_core_embedder(embeddings) if embeddings is not None else None,
+            embedder_name=embeddings_name(embeddings) if embeddings is not None else None,
             entity_index=indexes["entities"], relation_index=indexes["relations"], chunk_index=indexes["chunks"])
-        if self.path is not None and self.index.documents:
-            missing = [STORE_FILES[name] for name, index in indexes.items()
-                       if isinstance(index, _SavedStoreIndex) and not (self.path / STORE_FILES[name]).exists()]
-            if missing:
+        if self.path is not None:
+            try:
+                self._migrate_vector_files(self.path)
+            except BaseException:
                 self.index.close()
-                raise ValueError(f"{self.path} holds an index without {', '.join(missing)}: it was not written by "
-                                 "PathRAGIndexer with default vector stores; pass the stores it was built with")
+                raise
 
-    def _default_index(self, name: str) -> _SavedStoreIndex:
-        file = self.path / STORE_FILES[name] if self.path is not None else None
+    def _default_index(self) -> _SavedStoreIndex | None:
+        if self.path is not None:
+            return None
         assert self.embeddings is not None
-        if file is None or not file.exists():
-            return _SavedStoreIndex(InMemoryVectorStore(self.embeddings), file)
-        try:
-            return _SavedStoreIndex(InMemoryVectorStore.load(str(file), self.embeddings), file)
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot read vector store {file}: {exc}") from exc
+        return _SavedStoreIndex(InMemoryVectorStore(self.embeddings))
+
+    def _migrate_vector_files(self, directory: Path) -> None:
+        """Move the vectors of an earlier version's ``*.vectorstore.json`` files into the store, unchanged."""
+        found = {name: directory / file for name, file in STORE_FILES.items() if (directory / file).exists()
+                 and isinstance(self.index.vector_indexes[name], SQLiteVectorIndex)}
+        if not found:
+            return
+        entries = {}
+        for name, file in found.items():
+            try:  # InMemoryVectorStore's entries: {id: {"id", "vector", "text", "metadata"}}
+                entries[name] = list(json.loads(file.read_text(encoding="utf-8")).values())
+            except (OSError, ValueError, AttributeError) as exc:
+                raise ValueError(f"cannot read vector store {file}: {exc}") from exc
+        _store_vectors(self.index, entries)
+        backup = directory / LEGACY_BACKUP
+        backup.mkdir(exist_ok=True)
+        for file in found.values():
+            shutil.move(str(file), backup / file.name)
+        logger.warning("pathrag: moved the vectors of %s into %s; the old files are kept in %s",
+                       ", ".join(f.name for f in found.values()), STATE_FILE, backup)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], llm: BaseLanguageModel | None = None,
@@ -195,18 +213,26 @@ class PathRAGIndexer:
     def graph_store(self) -> GraphStore:
         return self.index.graph
 
+    def _vector_store(self, name: str) -> VectorStore:
+        index = self.index.vector_indexes[name]
+        if not isinstance(index, LangChainVectorIndex):
+            raise AttributeError(f"the {name} vectors of an indexer with a path live in its store ({STATE_FILE}), "
+                                 f"not in a LangChain VectorStore: use indexer.index.vector_indexes[{name!r}]")
+        return index.store
+
     @property
     def entity_store(self) -> VectorStore:
-        return self.index.entity_index.store  # type: ignore[attr-defined, no-any-return]
+        """The entities' vector store (the one given, or the default ``InMemoryVectorStore`` without a path)."""
+        return self._vector_store("entities")
 
     @property
     def relation_store(self) -> VectorStore:
-        return self.index.relation_index.store  # type: ignore[attr-defined, no-any-return]
+        return self._vector_store("relations")
 
     @property
     def chunk_store(self) -> VectorStore:
         """The chunks' vector store (page_content = chunk text, metadata ``chunk_id``)."""
-        return self.index.chunk_index.store  # type: ignore[attr-defined, no-any-return]
+        return self._vector_store("chunks")
 
     # -- documents -----------------------------------------------------------------------------------
 
@@ -361,10 +387,16 @@ class PathRAGIndexer:
         target = Path(path) if path is not None else self.path
         if target is None:
             raise ValueError("this indexer has no path: call save(path)")
-        for name, index in self.index.vector_indexes.items():
-            if isinstance(index, _SavedStoreIndex):
-                index.save(target / STORE_FILES[name])
         self.index.save(target)
+        saved = {name: list(index.store.store.values()) for name, index in self.index.vector_indexes.items()
+                 if isinstance(index, _SavedStoreIndex)}
+        if saved and self.embeddings is not None:  # the default stores' vectors go into the copy's store
+            copy = PathRAGIndex(target, embedder=_core_embedder(self.embeddings),
+                                embedder_name=embeddings_name(self.embeddings))
+            try:
+                _store_vectors(copy, saved)
+            finally:
+                copy.close()
 
     def close(self) -> None:
         """Close the index's journal files."""
@@ -372,6 +404,15 @@ class PathRAGIndexer:
 
     def __repr__(self) -> str:
         return f"PathRAGIndexer(path={str(self.path) if self.path else None!r}, {self.index.stats()})"
+
+
+def _store_vectors(index: PathRAGIndex, entries: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+    """Write ``InMemoryVectorStore`` entries into the index's own vector indexes, vectors as they are."""
+    for name, rows in entries.items():
+        target = index.vector_indexes[name]
+        items = [VectorItem(str(r["id"]), str(r.get("text", "")), dict(r.get("metadata") or {})) for r in rows]
+        if items:
+            target.upsert_vectors(items, [r["vector"] for r in rows])  # type: ignore[attr-defined]
 
 
 def _with_ids(items: Sequence[Any], ids: Sequence[str] | None) -> list[tuple[Any, str | None]]:

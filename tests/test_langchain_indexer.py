@@ -20,13 +20,20 @@ from langchain_pathrag import (
     document_id,
 )
 from langchain_pathrag.indexer import STORE_FILES
-from pathrag import IndexConfig, VectorItem
+from langchain_pathrag import PathRAGEmbeddings
+from pathrag import HashingEmbedder, IndexConfig, VectorItem
+from pathrag.store import read_store_info
 
 from .langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings
 
 
 def make(**kwargs) -> PathRAGIndexer:
     return PathRAGIndexer(kwargs.pop("llm", None) or ScriptedChatModel(), embeddings(), **kwargs)
+
+
+def rounded(docs: list[Document]) -> list[tuple]:
+    """Documents with scores to 6 places: the store keeps vectors as float32, InMemoryVectorStore as float64."""
+    return [(d.id, d.page_content, {**d.metadata, "score": round(d.metadata["score"], 6)}) for d in docs]
 
 
 def nodes(docs: list[Document]) -> set[str]:
@@ -75,10 +82,12 @@ def test_saved_and_reloaded_indexer_returns_the_same_documents(tmp_path):
     indexer.add_documents([HARBOUR, WALL])
     expected = indexer.as_retriever().invoke(QUESTION)
     indexer.save(tmp_path / "index")
-    assert {p.name for p in (tmp_path / "index").iterdir()} >= {"pathrag.sqlite", *STORE_FILES.values()}
+    # one store format: the in-memory vector stores' vectors are saved into the core's store
+    assert "pathrag.sqlite" in {p.name for p in (tmp_path / "index").iterdir()}
+    assert not any((tmp_path / "index" / name).exists() for name in STORE_FILES.values())
     llm = ScriptedChatModel()
     reloaded = PathRAGIndexer.load(tmp_path / "index", llm=llm, embeddings=embeddings())
-    assert reloaded.as_retriever().invoke(QUESTION) == expected
+    assert rounded(reloaded.as_retriever().invoke(QUESTION)) == rounded(expected)
     assert reloaded.add_documents([HARBOUR, WALL]).unchanged == 2
     assert len(llm.prompts) == 1  # the keyword prompt; no extraction
 
@@ -91,8 +100,10 @@ def test_an_indexer_with_a_path_saves_every_change(tmp_path):
     indexer.close()  # no save() call: changes are already on disk
     reopened = PathRAGIndexer.load(tmp_path, embeddings=embeddings())
     assert reopened.as_retriever().invoke(QUESTION) == expected and "IDA" not in nodes(expected)
-    # the default stores are InMemoryVectorStore files
-    assert len(InMemoryVectorStore.load(str(tmp_path / STORE_FILES["entities"]), embeddings()).store) == 4
+    # the default vector indexes are the store's own, and the store records the embeddings
+    assert [len(i) for i in reopened.index.vector_indexes.values()] == [4, 5, 1]
+    assert read_store_info(tmp_path)["embedder"] == "hashing-128"
+    assert not any((tmp_path / name).exists() for name in STORE_FILES.values())
     other = tmp_path / "copy"
     reopened.save(other)
     assert PathRAGIndexer.load(other, embeddings=embeddings()).as_retriever().invoke(QUESTION) == expected
@@ -102,11 +113,33 @@ def test_loading_what_is_not_there_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no PathRAG index"):
         PathRAGIndexer.load(tmp_path / "missing", embeddings=embeddings())
     make(path=tmp_path).add_documents([HARBOUR])
-    (tmp_path / STORE_FILES["entities"]).unlink()
-    with pytest.raises(ValueError, match="entities.vectorstore.json"):
-        PathRAGIndexer.load(tmp_path, embeddings=embeddings())
+    with pytest.raises(ValueError, match="built with the embeddings 'hashing-128', not 'hashing-64'"):
+        PathRAGIndexer.load(tmp_path, embeddings=PathRAGEmbeddings(HashingEmbedder(64)))
+    with pytest.raises(AttributeError, match="live in its store"):
+        PathRAGIndexer.load(tmp_path, embeddings=embeddings()).entity_store
     with pytest.raises(ValueError, match="has no path"):
         make().save()
+
+
+def old_layout(directory) -> PathRAGIndexer:
+    """A directory as earlier versions wrote it: the default vector stores in *.vectorstore.json files."""
+    indexer = make()
+    indexer.add_documents([HARBOUR, WALL])
+    indexer.index.save(directory)
+    for name, file in STORE_FILES.items():
+        (directory / file).write_text(json.dumps(indexer.index.vector_indexes[name].store.store))
+    return indexer
+
+
+def test_a_directory_of_the_old_layout_is_migrated_into_the_store(tmp_path):
+    before = old_layout(tmp_path)
+    expected = before.as_retriever(llm=None).invoke(QUESTION)
+    reopened = PathRAGIndexer.load(tmp_path, embeddings=embeddings())
+    assert [doc.page_content for doc in reopened.as_retriever(llm=None).invoke(QUESTION)] == \
+        [doc.page_content for doc in expected]
+    assert [len(i) for i in reopened.index.vector_indexes.values()] == [6, 8, 2]
+    assert sorted(p.name for p in (tmp_path / "vectorstore-backup").iterdir()) == sorted(STORE_FILES.values())
+    assert reopened.index.check() == []
 
 
 def test_any_vector_store_and_the_given_splitter_are_used():
@@ -209,16 +242,17 @@ async def test_vector_index_adapter_async_twins():
     assert await index.aquery("pilot", 3) == []
 
 
-def test_saved_store_files_are_compact_json(tmp_path):
+def test_chunk_vectors_carry_their_id_and_entities(tmp_path):
     make(path=tmp_path).add_documents([HARBOUR])
-    data = json.loads((tmp_path / STORE_FILES["chunks"]).read_text())
-    [metadata] = [entry["metadata"] for entry in data.values()]
-    assert metadata["chunk_id"] == next(iter(data)) and metadata["entities"] == sorted(metadata["entities"])
+    chunks = PathRAGIndexer.load(tmp_path, embeddings=embeddings()).index.chunk_index
+    [cid] = chunks.ids()
+    metadata = chunks.get(cid).metadata
+    assert metadata["chunk_id"] == cid and metadata["entities"] == sorted(metadata["entities"])
     assert set(metadata) == {"chunk_id", "entities"} and metadata["entities"]
 
 
-def test_a_damaged_store_file_is_named_in_the_error(tmp_path):
-    make(path=tmp_path).add_documents([HARBOUR])
+def test_a_damaged_old_layout_file_is_named_in_the_error(tmp_path):
+    old_layout(tmp_path)
     (tmp_path / STORE_FILES["relations"]).write_text('{"torn": ')
     with pytest.raises(ValueError, match="cannot read vector store .*relations.vectorstore.json"):
         PathRAGIndexer.load(tmp_path, embeddings=embeddings())
