@@ -56,7 +56,7 @@ def test_lightrag_fields_map_onto_entities_relations_and_chunks():
     chunks = InMemoryVectorIndex(HashingEmbedder(32))
     summary = import_lightrag(LIGHTRAG, store, chunk_index=chunks)
     # the name made only of quotes, and MARA -> Mara (one entity once normalised), are skipped
-    assert summary == ImportSummary(entities=5, relations=4, chunks=2, documents=2, skipped=2)
+    assert summary == ImportSummary(entities=5, relations=4, chunks=2, documents=2, skipped=2, merged=1)  # "MARA" and Mara
     entities = store.get_entities(["MARA", "SALTMERE", "TIDE BOARD", "GULL", "IDA"])
     assert entities["MARA"] == Entity(  # '"MARA"' and 'Mara' merged; quotes, <SEP> and case handled
         name="MARA", type="person", description="Mara is a harbour pilot. Mara sails at night. Pilot of the Gull.",
@@ -223,7 +223,8 @@ def test_graph_documents_map_onto_entities_relations_and_chunks():
     store = NetworkXGraphStore()
     chunks = InMemoryVectorIndex(HashingEmbedder(32))
     summary = import_graph_documents(curie_documents(), store, chunk_index=chunks)
-    assert summary == ImportSummary(entities=6, relations=4, chunks=2, documents=3, skipped=1)
+    assert summary == ImportSummary(entities=6, relations=4, chunks=2, documents=3, skipped=1,
+                                    merged=1)  # "marie curie" and "Marie Curie"
     c1, c2 = chunk_id(TEXT_1), chunk_id(TEXT_2)
     entities = store.get_entities(["MARIE CURIE", "RADIUM", "NOBEL PRIZE", "42", "PIERRE CURIE", "SORBONNE"])
     assert entities["MARIE CURIE"] == Entity(name="MARIE CURIE", type="person", description="Physicist and chemist.",

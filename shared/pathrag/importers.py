@@ -112,7 +112,8 @@ _BATCH = 256  # vector items per upsert: keeps each embedding request a sensible
 @dataclass
 class ImportSummary:
     """What an import wrote: distinct entities, relations and chunks after merging; documents seen;
-    records skipped (empty names, self-relations); vectors taken from the source instead of embedded."""
+    records skipped (empty names, self-relations); vectors taken from the source instead of embedded;
+    ``merged``: spellings that normalisation folded into another one (``"ALEX"`` and ``Alex``: 1)."""
 
     entities: int = 0
     relations: int = 0
@@ -120,6 +121,7 @@ class ImportSummary:
     documents: int = 0
     skipped: int = 0
     vectors_reused: int = 0
+    merged: int = 0
 
 
 @dataclass
@@ -150,12 +152,14 @@ class _Collector:
         self.relations: dict[tuple[str, str], list[Relation]] = {}
         self.chunks: dict[str, str] = {}
         self.skipped = 0
+        self.spellings: dict[str, set[str]] = {}  # merge key -> the distinct names the source used
 
     def entity(self, name: Any, entity_type: Any, descriptions: Iterable[Any], source_ids: Iterable[Any]) -> None:
         key = normalize_name(str(name))
         if not key:
             self.skipped += 1
             return
+        self.spellings.setdefault(key, set()).add(str(name).strip())
         kind = normalize_type(str(entity_type or ""))
         self.entities.setdefault(key, []).append(Entity(
             name=key, type="" if kind in _UNTYPED else kind, description=_description(descriptions),
@@ -167,6 +171,8 @@ class _Collector:
         if not a or not b or a == b:
             self.skipped += 1
             return
+        for key, raw in ((a, source), (b, target)):
+            self.spellings.setdefault(key, set()).add(str(raw).strip())
         self.relations.setdefault((a, b), []).append(Relation(
             source=a, target=b, description=_description(descriptions), keywords=_keywords(_strings(keywords)),
             weight=_weight(weight), source_ids=_strings(source_ids)))
@@ -228,6 +234,7 @@ class _Collector:
             graph.upsert_relations(relations)
         summary.entities, summary.relations, summary.chunks = len(entities), len(relations), len(self.chunks)
         summary.skipped += self.skipped
+        summary.merged = sum(len(names) - 1 for names in self.spellings.values())
         return summary
 
 
