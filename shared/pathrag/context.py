@@ -26,7 +26,7 @@ BOB
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from .graph import GraphStore
@@ -269,7 +269,8 @@ def build_evidence_context(
         block = _passage_block(len(items), item) if item.kind == "passage" else _graph_block(len(items), item)
         return count_tokens("\n\n" + block, token_counter)
 
-    def pack(candidates: Sequence[RetrievedItem], room: float, held: set[str] = frozenset()) -> tuple[list[RetrievedItem], int]:
+    def pack(candidates: Sequence[RetrievedItem], room: float,
+             held: Collection[str] = frozenset()) -> tuple[list[RetrievedItem], int]:
         """Best first, what fits in ``room``; with ``held``, graph items whose every source it holds are
         skipped (they repeat what the passages already say)."""
         kept, spent = [], 0
@@ -293,10 +294,12 @@ def build_evidence_context(
         # then the passages in what is left; then any graph item that still fits (room nothing else takes)
         paths, spent = pack(graph, max_tokens * path_share if passages else room, sources(pack(passages, room)[0]))
         kept, used = pack(passages, room - spent)
-        rest = [item for item in graph if item not in paths]
+        taken = {item.id for item in paths}
+        rest = [item for item in graph if item.id not in taken]
         chosen = [*kept, *paths, *pack(rest, room - spent - used)[0]]
-    shown_passages = [i for i in sorted(passages, key=lambda i: i.score) if i in chosen]
-    shown_graph = [i for i in reversed(graph) if i in chosen]
+    chosen_ids = {item.id for item in chosen}
+    shown_passages = [i for i in reversed(passages) if i.id in chosen_ids]  # most relevant last, ties too
+    shown_graph = [i for i in reversed(graph) if i.id in chosen_ids]
     while True:  # joining can tokenize differently from the parts: check the whole once more
         text = _evidence_text(query, shown_passages, shown_graph)
         tokens = count_tokens(text, token_counter)
