@@ -65,6 +65,7 @@ from llama_index.core.graph_stores.types import Relation as StoreRelation
 
 from pathrag import Entity, Neighborhood, Relation
 from pathrag.cypher import CypherGraphStore, Runner, falkordb_runner, neo4j_runner
+from pathrag.extraction import check_name
 from pathrag.merging import merge_relation
 
 __all__ = [
@@ -345,6 +346,8 @@ class PropertyGraphStoreAdapter:
         by entity name, for stores that keep them on the node (``supports_vector_queries``).
         """
         entities = list(entities)
+        for entity in entities:  # refuse before writing, as pathrag's own stores do (a database may crash)
+            check_name(entity.name)
         stored = self.store.get(ids=[e.name for e in entities]) if entities else []
         if merge is not None:
             entities = _merged(entities, _entities(stored), merge, lambda e: e.name)
@@ -361,6 +364,8 @@ class PropertyGraphStoreAdapter:
         embeddings: Mapping[str, Sequence[float]] | None = None,
     ) -> None:
         entities = list(entities)
+        for entity in entities:
+            check_name(entity.name)
         stored = await self.store.aget(ids=[e.name for e in entities]) if entities else []
         if merge is not None:
             entities = _merged(entities, _entities(stored), merge, lambda e: e.name)
@@ -399,6 +404,8 @@ class PropertyGraphStoreAdapter:
         ``properties``: more properties to set, by ``(source, target)`` as written.
         """
         relations = list(relations)
+        for name in (n for r in relations for n in r.pair):
+            check_name(name)
         if merge is not None:
             stored = self.get_relations([r.pair for r in relations], labels=[self.relation_label])
             relations = _merged(relations, stored, merge, lambda r: r.pair)
@@ -410,6 +417,8 @@ class PropertyGraphStoreAdapter:
         properties: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
     ) -> None:
         relations = list(relations)
+        for name in (n for r in relations for n in r.pair):
+            check_name(name)
         if merge is not None:
             stored = await self.aget_relations([r.pair for r in relations], labels=[self.relation_label])
             relations = _merged(relations, stored, merge, lambda r: r.pair)

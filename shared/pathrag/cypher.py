@@ -12,6 +12,13 @@ these parameters, give me the rows" function and its own way of declaring the un
   detach). The merge hook runs client-side after one batched read; writes go in ``UNWIND`` batches.
 * **Parameters only.** Names and texts are always query parameters, never spliced into Cypher, so a
   name with quotes, backticks, braces, newlines or Cypher keywords is stored and found verbatim.
+* **Names the server can take.** A FalkorDB server with the unique constraint crashes (signal 11,
+  taking every client down) on a key with surrounding whitespace, a ``\\x01`` or more than 4,096 bytes.
+  Writes therefore check every name with :func:`pathrag.extraction.check_name` (at most
+  :data:`~pathrag.extraction.MAX_NAME_BYTES` bytes, no surrounding whitespace, no control characters
+  but inner tabs and line breaks) and raise :class:`~pathrag.extraction.EntityNameError` before
+  anything is sent. Names are never rewritten: pass them through
+  :func:`~pathrag.extraction.normalize_name` first (the indexing pipeline does). Reads take any name.
 * **Data model.** Nodes ``(:Entity {name, type, description, source_ids})`` with a unique ``name``;
   edges ``[:RELATED {description, keywords, weight, source_ids}]`` in the recorded direction. The label
   and relationship type can be changed (e.g. to keep several indexes apart in one Neo4j database), and
@@ -37,6 +44,7 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from .extraction import EntityNameError, check_name
 from .graph import Merge, Neighborhood, _entity, _entity_attrs, _relation, _relation_attrs
 from .models import Entity, Relation
 
@@ -260,13 +268,23 @@ class CypherGraphStore:
 
     # -- writes ------------------------------------------------------------------------------------
 
+    def _check_names(self, names: Iterable[str]) -> None:
+        """Refuse, before anything is sent, a name the server could not take (see the module docstring)."""
+        for name in names:
+            try:
+                check_name(name)
+            except EntityNameError as exc:
+                raise EntityNameError(f"CypherGraphStore: nothing written: {exc}") from None
+
     def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
         entities = list(entities)
+        self._check_names(e.name for e in entities)
         final: dict[str, Entity] = self.get_entities(e.name for e in entities) if merge is not None else {}
         for entity in entities:  # in order, so a batch behaves like one upsert after another
             if merge is not None and entity.name in final:
                 entity = merge(final[entity.name], entity)
             final[entity.name] = entity
+        self._check_names(final)  # a merge hook could have produced another name
         self._batched("set_entities", "rows", [{"name": e.name, "props": {**_entity_attrs(e), self.key: e.name}} for e in final.values()])
 
     async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
@@ -277,6 +295,7 @@ class CypherGraphStore:
         for relation in relations:
             if not math.isfinite(relation.weight):
                 raise ValueError(f"relation weights must be finite, got {relation.weight!r} on {relation.pair}")
+        self._check_names(name for relation in relations for name in relation.pair)
         # Read even without a merge hook: a relation stored the other way round must be replaced.
         stored = self._stored(r.pair for r in relations)
         removed: set[tuple[str, str]] = set()
@@ -290,6 +309,7 @@ class CypherGraphStore:
                 written.pop(key, None)
                 removed.add(key)
             stored[relation.pair] = written[relation.pair] = relation
+        self._check_names(name for pair in written for name in pair)  # a merge hook could rename
         self._batched("delete_relations", "pairs", [{"s": s, "t": t} for s, t in removed - written.keys()])
         self._batched("set_relations", "rows", [
             {"s": r.source, "t": r.target, "props": _relation_attrs(r)} for r in written.values()])

@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import networkx as nx
 
+from .extraction import check_name
 from .models import Entity, Relation
 
 __all__ = [
@@ -84,7 +85,10 @@ class GraphStore(Protocol):
     async def aget_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]: ...
 
     def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
-        """Insert or replace; with ``merge``, an existing entity becomes ``merge(existing, new)``."""
+        """Insert or replace; with ``merge``, an existing entity becomes ``merge(existing, new)``.
+
+        pathrag's stores refuse a name some store cannot hold (:func:`pathrag.extraction.check_name`)
+        with :class:`~pathrag.extraction.EntityNameError` before writing anything; they never rename."""
         ...
 
     async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None: ...
@@ -113,7 +117,9 @@ class NetworkXGraphStore:
 
     Wraps a ``networkx.Graph`` or ``DiGraph`` without copying it; nodes are entity names, and entity and
     relation fields live in node and edge attributes. ``directed_relations=False`` (the default) treats
-    A→B and B→A as the same relation, stored once in the direction first seen.
+    A→B and B→A as the same relation, stored once in the direction first seen. Writes refuse a name
+    some store cannot hold (:func:`~pathrag.extraction.check_name`), so a graph built here moves to a
+    database; reads take any node, and :meth:`load` reads back whatever was saved.
 
     >>> store = NetworkXGraphStore()
     >>> store.upsert_relations([Relation(source="A", target="B", description="A owns B")])
@@ -226,6 +232,12 @@ class NetworkXGraphStore:
     # -- writes ------------------------------------------------------------------------------------
 
     def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
+        entities = list(entities)
+        for entity in entities:  # all first: a refused name leaves the graph untouched
+            check_name(entity.name)
+        self._upsert_entities(entities, merge)
+
+    def _upsert_entities(self, entities: Iterable[Entity], merge: Merge[Entity] | None) -> None:
         nodes = self.graph.nodes
         for entity in entities:
             if merge is not None and entity.name in nodes:
@@ -239,6 +251,13 @@ class NetworkXGraphStore:
         self.upsert_entities(entities, merge=merge)
 
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
+        relations = list(relations)
+        for relation in relations:
+            check_name(relation.source)
+            check_name(relation.target)
+        self._upsert_relations(relations, merge)
+
+    def _upsert_relations(self, relations: Iterable[Relation], merge: Merge[Relation] | None) -> None:
         g = self.graph
         for relation in relations:
             key = self._edge_key(relation.source, relation.target)
@@ -288,8 +307,9 @@ class NetworkXGraphStore:
         if data.get("format") != _FORMAT or data.get("version") != _VERSION:
             raise ValueError(f"not a {_FORMAT} v{_VERSION} document")
         store = cls(directed_relations=bool(data.get("directed_relations", False)))
-        store.upsert_entities(Entity.model_validate(e) for e in data["entities"])
-        store.upsert_relations(Relation.model_validate(r) for r in data["relations"])
+        # What was saved is read back as it is, even names written before stores checked them.
+        store._upsert_entities((Entity.model_validate(e) for e in data["entities"]), None)
+        store._upsert_relations((Relation.model_validate(r) for r in data["relations"]), None)
         return store
 
     def save(self, directory: str | os.PathLike[str]) -> Path:

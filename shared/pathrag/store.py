@@ -49,6 +49,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
+from .extraction import check_name
 from .graph import Neighborhood
 from .models import Entity, Relation
 from .vectors import Embedder, VectorHit, VectorItem
@@ -664,6 +665,8 @@ class SQLiteGraphStore:
         entities = list(entities)
         if not entities:
             return
+        for entity in entities:  # refused, never renamed: see pathrag.extraction.check_name
+            check_name(entity.name)
         with self.store.transaction():
             if merge is not None:
                 rows = self.store.wread(f"SELECT name, type, description, source_ids FROM entities WHERE name IN {_IN}",
@@ -688,6 +691,8 @@ class SQLiteGraphStore:
         relations = list(relations)
         if not relations:
             return
+        for name in (n for r in relations for n in r.pair):
+            check_name(name)
         with self.store.transaction():
             stored = self._relation_rows([r.pair for r in relations], writer=True)
             removed: dict[tuple[str, str], None] = {}
