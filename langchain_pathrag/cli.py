@@ -357,18 +357,31 @@ def html_to_text(markup: str) -> str:
     return parser.text()
 
 
-def _collect(paths: Sequence[Path]) -> list[tuple[str, Path]]:
-    """``(document id, file)`` for every supported file; ids are paths relative to the argument given."""
+def _collect(paths: Sequence[Path], skipped: list[str] | None = None) -> list[tuple[str, Path]]:
+    """``(document id, file)`` for every supported regular file; ids are paths relative to the argument given.
+
+    A FIFO, socket or device with a supported name is skipped with a note (reading a FIFO would block
+    forever); notes go to ``skipped`` if given, else to stderr.
+    """
     found: dict[str, Path] = {}
+    notes: list[str] = [] if skipped is None else skipped
     for arg in paths:
         if not arg.exists():
             raise CliError(f"no such file or folder: {arg}")
         if arg.is_dir():
-            files = [(p.relative_to(arg).as_posix(), p) for p in sorted(arg.rglob("*"))
-                     if p.is_file() and p.suffix.lower() in SUFFIXES
-                     and not any(part.startswith(".") for part in p.relative_to(arg).parts)]
+            files = []
+            for p in sorted(arg.rglob("*")):
+                if p.suffix.lower() not in SUFFIXES or any(part.startswith(".") for part in p.relative_to(arg).parts):
+                    continue
+                if p.is_file():  # follows symbolic links; true only for a regular file
+                    files.append((p.relative_to(arg).as_posix(), p))
+                elif not p.is_dir():
+                    notes.append(f"{p}: not a regular file")
             if not files:
                 raise CliError(f"no text, Markdown, HTML or PDF files under {arg}")
+        elif not arg.is_file() and arg.suffix.lower() in SUFFIXES:
+            notes.append(f"{arg}: not a regular file")
+            continue
         elif arg.suffix.lower() in SUFFIXES:
             files = [(arg.name, arg)]
         else:
@@ -378,6 +391,9 @@ def _collect(paths: Sequence[Path]) -> list[tuple[str, Path]]:
                 raise CliError(f"{found[doc_id]} and {path} would both get the document id {doc_id!r}; "
                                "index them in separate runs")
             found[doc_id] = path
+    if skipped is None:
+        for note in notes:
+            typer.echo(f"skipped {note}", err=True)
     return list(found.items())
 
 
@@ -405,8 +421,9 @@ def _documents(paths: Sequence[Path]) -> list[Document]:
 
     splitter = RecursiveCharacterTextSplitter(chunk_size=DEFAULT_CHUNK_SIZE, chunk_overlap=DEFAULT_CHUNK_OVERLAP,
                                               length_function=count_tokens)
-    docs, skipped = [], []
-    for doc_id, path in _collect(paths):
+    docs: list[Document] = []
+    skipped: list[str] = []
+    for doc_id, path in _collect(paths, skipped):
         try:
             chunks = splitter.split_text(_read(path))
         except ImportError:

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 from tqdm.auto import tqdm
 
-from .extraction import ExtractionConfig, extract_records
+from .extraction import ExtractionConfig, check_name, extract_records
 from .graph import GraphStore, NetworkXGraphStore
 from .llm import LanguageModel, as_language_model
 from .merging import merge_entity, merge_relation, relation_key
@@ -451,9 +451,16 @@ class PathRAGIndex:
 
         They merge with extracted records by the same rules, survive later inserts and deletes of other
         documents, and go away with ``delete([document_id])``. Adding again under the same id replaces them.
+        Names are used as given: pass them through :func:`pathrag.extraction.normalize_name` to merge with
+        extracted ones (the importers do).
+
+        Raises:
+            pathrag.extraction.EntityNameError: a name no store can hold (nothing is written).
         """
         if not isinstance(document_id, str) or not document_id.strip():
             raise ValueError("document_id must be a non-empty string")
+        for name in [e.name for e in entities] + [n for r in relations for n in r.pair]:
+            check_name(name)  # refused up front (as the graph stores would), never renamed
         async with self._writing():
             entity_rows = [e.model_dump(mode="json") for e in entities]
             relation_rows = [r.model_dump(mode="json") for r in relations]
