@@ -168,7 +168,8 @@ def test_demo_indexes_every_chunk_through_the_real_pipeline(demo_run) -> None:
     summary = demo_run.insert
     assert (summary.documents, summary.chunks, summary.chunks_extracted, summary.failures) == (6, 6, 6, [])
     assert summary.llm_calls == 12  # one extraction and one gleaning round per chunk
-    assert demo_run.stats == {"documents": 6, "chunks": 6, "entities": 37, "relations": 104}
+    assert demo_run.stats == {"documents": 6, "chunks": 6, "imports": 0, "records": 0, "entities": 37,
+                               "relations": 104}
 
 
 def test_demo_finds_each_questions_expected_path(demo_run) -> None:

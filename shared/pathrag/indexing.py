@@ -544,6 +544,8 @@ class PathRAGIndex:
                 problems.append(f"document {doc_id!r}: {len(lost)} chunk(s) missing, e.g. {lost[0]}")
         names: set[str] = set()
         keys: set[tuple[str, str]] = set()
+        # passages an import's records cite: an importer put them in the chunk index
+        cited = _cited(c for c in self.chunks.values() if c["refs"] and not c["text"])
         for chunk in self.chunks.values():
             if chunk["refs"]:
                 names.update(e["name"] for e in chunk["entities"])
@@ -566,19 +568,41 @@ class PathRAGIndex:
         for name, index in self.vector_indexes.items():
             if isinstance(index, (SQLiteVectorIndex, InMemoryVectorIndex)):
                 held = set(index.ids())
-                if held != wanted[name]:
-                    problems.append(f"{name} vectors: {len(wanted[name] - held)} missing, "
-                                    f"{len(held - wanted[name])} without an owner")
+                want = wanted[name] | (held & cited if name == "chunks" else set())
+                if held != want:
+                    problems.append(f"{name} vectors: {len(want - held)} missing, "
+                                    f"{len(held - want)} without an owner")
         return problems
 
     def stats(self) -> dict[str, int]:
+        """Counts: ``documents`` (imports included), ``imports`` (documents made by :meth:`add_records`)
+        and the ``records`` they hold, ``chunks`` (passages with text: the documents' chunks and the
+        passages an importer put in the chunk index), ``entities`` and ``relations``."""
         if self._store is not None:
-            (documents,), = self._store.read("SELECT COUNT(*) FROM documents")
-            (chunks,), = self._store.read("SELECT COUNT(DISTINCT d.chunk_id) FROM doc_chunks d "
-                                          "JOIN chunks c ON c.id = d.chunk_id")
-            counts = {"documents": documents, "chunks": chunks}
+            store = self._store
+            (documents,), = store.read("SELECT COUNT(*) FROM documents")
+            # an import's records live in a chunk without text: it is not a passage
+            (chunks,), = store.read("SELECT COUNT(DISTINCT d.chunk_id) FROM doc_chunks d "
+                                    "JOIN chunks c ON c.id = d.chunk_id WHERE c.text != ''")
+            records = store.read("SELECT d.doc_id, c.records FROM doc_chunks d JOIN chunks c ON c.id = d.chunk_id "
+                                 "WHERE c.text = '' AND c.id LIKE 'records-%'")
+            held = [unpack_records(blob) for _, blob in records]
+            # an import's passages: chunk vectors without a chunk row, cited by a live import's records
+            cited = _cited(held)
+            imported = sum(vid in cited for (vid,) in store.read(
+                "SELECT v.id FROM vectors v WHERE v.space = 'chunks' "
+                "AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = v.id)"))
+            counts = {"documents": documents, "chunks": chunks + imported,
+                      "imports": len({doc_id for doc_id, _ in records})}
         else:
-            counts = {"documents": len(self.documents), "chunks": sum(1 for c in self.chunks.values() if c["refs"])}
+            live = {cid: c for cid, c in self.chunks.items() if c["refs"]}
+            held = [c for cid, c in live.items() if not c["text"] and cid.startswith("records-")]
+            own, cited = self.chunk_index, _cited(held)
+            imported = (sum(cid in cited and cid not in self.chunks for cid in own.ids())
+                        if isinstance(own, InMemoryVectorIndex) else 0)
+            counts = {"documents": len(self.documents), "chunks": sum(1 for c in live.values() if c["text"]) + imported,
+                      "imports": len({doc_id for c in held for doc_id in c["refs"]})}
+        counts["records"] = sum(len(r.get("entities", ())) + len(r.get("relations", ())) for r in held)
         if isinstance(self.graph, NetworkXGraphStore):
             counts.update(entities=len(self.graph.graph), relations=self.graph.graph.number_of_edges())
         elif isinstance(self.graph, SQLiteGraphStore):
@@ -869,6 +893,11 @@ class PathRAGIndex:
     async def _sync_chunk_vectors(self, added: Sequence[str], released: set[str]) -> None:
         gone = sorted(cid for cid in released if not self.chunks.get(cid, {}).get("refs"))
         await self.chunk_index.adelete([cid for cid in gone if self.chunks.get(cid, {}).get("text")])
+        # the passages an importer put in the chunk index go with the last import citing them
+        dropped = _cited(self.chunks[cid] for cid in gone if cid in self.chunks and not self.chunks[cid]["text"])
+        if dropped:
+            dropped -= _cited(self._live_record_chunks())
+            await self.chunk_index.adelete(sorted(cid for cid in dropped if cid not in self.chunks))
         await self.chunk_index.aupsert([
             VectorItem(cid, self.chunks[cid]["text"], chunk_metadata(cid, _mentioned(self.chunks[cid])))
             for cid in dict.fromkeys(added)])
@@ -880,6 +909,12 @@ class PathRAGIndex:
             self._store.execute("DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?))", (dumps(gone),))
             self._store.execute("DELETE FROM mentions WHERE chunk_id IN (SELECT value FROM json_each(?))",
                                 (dumps(gone),))
+
+    def _live_record_chunks(self) -> list[dict[str, Any]]:
+        """The record chunks (imports, :meth:`add_records`) some document still claims."""
+        ids = ([row[0] for row in self._store.wread("SELECT id FROM chunks WHERE id LIKE 'records-%'")]
+               if self._store is not None else [cid for cid in self.chunks if cid.startswith("records-")])
+        return [chunk for cid in ids if (chunk := self.chunks.get(cid)) is not None and chunk["refs"]]
 
     # -- the LLM, behind cache, concurrency limit and retries --------------------------------------
 
@@ -939,6 +974,12 @@ class PathRAGIndex:
     def _embedder_name(self) -> str | None:
         index = self.entity_index
         return embedder_name_of(index.embedder) if isinstance(index, InMemoryVectorIndex) else None
+
+
+def _cited(record_chunks: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The chunk ids the records of these chunks cite as their sources."""
+    return {sid for chunk in record_chunks for r in (*chunk.get("entities", ()), *chunk.get("relations", ()))
+            for sid in r.get("source_ids", ())}
 
 
 class _LazyRows(MutableMapping[str, dict[str, Any]]):
