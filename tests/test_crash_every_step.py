@@ -27,7 +27,8 @@ from pathrag.indexing import _digest
 
 from .fakes import ScriptedLLM
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="the trials fork a child process to kill")
+pytestmark = [pytest.mark.reliability,  # part of the reliability suite (pytest -m reliability)
+              pytest.mark.skipif(not hasattr(os, "fork"), reason="the trials fork a child process to kill")]
 
 BASE = [
     Document(id="A", text="ENTITY Mara | person | Harbour pilot.\nENTITY Saltmere | location | Fishing town.\n"

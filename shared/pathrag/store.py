@@ -149,6 +149,7 @@ class SQLiteStore:
         self._wlock = threading.RLock()
         self._rlock = threading.Lock()  # guards the list of readers only
         self._depth = 0
+        check_wal(self.path)
         try:
             found = dict(self._w().execute("SELECT key, value FROM meta").fetchall())
         except sqlite3.DatabaseError as exc:
@@ -353,6 +354,76 @@ class SQLiteStore:
         return f"SQLiteStore({str(self.path)!r})"
 
 
+_WAL_MAGIC = (0x377F0682, 0x377F0683)  # little- or big-endian checksums (sqlite.org/fileformat.html#wal)
+
+
+def _wal_checksum(data: bytes, big_endian: bool) -> tuple[int, int]:
+    words = np.frombuffer(data, dtype=">u4" if big_endian else "<u4").tolist()
+    s0 = s1 = 0
+    for x0, x1 in zip(words[::2], words[1::2]):
+        s0 = (s0 + x0 + s1) & 0xFFFFFFFF
+        s1 = (s1 + x1 + s0) & 0xFFFFFFFF
+    return s0, s1
+
+
+def _wal_damage(wal: Path) -> str | None:
+    """Why SQLite would ignore this WAL file, or part of it (``None``: it looks whole).
+
+    SQLite drops a WAL whose header is bad, and every frame after a torn one, without a word: the
+    commits in them would be lost silently. Checked: the header's magic, version and checksum. (A tail
+    cut off cannot be told from a writer killed mid-transaction: SQLite keeps the commits before it.)"""
+    try:
+        with wal.open("rb") as handle:
+            header = handle.read(32)
+            size = os.fstat(handle.fileno()).st_size
+    except OSError:
+        return None
+    if size == 0:
+        return None
+    if len(header) < 32:
+        return f"{size} bytes, shorter than its header"
+    magic, version, page_size = int.from_bytes(header[:4], "big"), int.from_bytes(header[4:8], "big"), \
+        int.from_bytes(header[8:12], "big")
+    if magic not in _WAL_MAGIC or version != 3007000:
+        return "its header is not a WAL header"
+    if _wal_checksum(header[:24], magic & 1 == 1) != (int.from_bytes(header[24:28], "big"),
+                                                      int.from_bytes(header[28:32], "big")):
+        return "its header checksum is wrong"
+    if page_size < 512 or page_size & (page_size - 1):
+        return f"its header gives an impossible page size ({page_size})"
+    return None
+
+
+def _writer_active(directory: Path) -> bool:
+    """Whether a process holds the writer lock (a live writer may be appending to the WAL right now)."""
+    if fcntl is None:
+        return True
+    try:
+        fd = os.open(directory / LOCK_FILE, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # a flock: closing never touches SQLite's own (POSIX) locks on other files
+
+
+def check_wal(path: Path) -> None:
+    """Refuse to open ``path`` when its ``-wal`` file is damaged, instead of letting SQLite drop the
+    commits it holds. Skipped while a writer holds the lock."""
+    wal = path.with_name(path.name + "-wal")
+    if not path.exists() or not wal.exists() or _writer_active(path.parent):
+        return
+    reason = _wal_damage(wal)
+    if reason is not None:
+        raise StoreError(f"{wal} is damaged ({reason}): SQLite would drop the commits it holds without a word; "
+                         f"restore the store directory from a backup, or move {wal.name} aside to open the store "
+                         "as of its last checkpoint (the commits in it are then lost)")
+
+
 class StoreLocked(StoreError):
     """Another process is writing to the same store directory."""
 
@@ -473,6 +544,7 @@ def read_store_info(directory: str | os.PathLike[str]) -> dict[str, str] | None:
     path = Path(directory) / STORE_FILE
     if not path.exists():
         return None
+    check_wal(path)  # a damaged WAL would read as an older (or empty) store
     try:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
         try:
@@ -944,16 +1016,33 @@ def migrate_json_store(directory: str | os.PathLike[str]) -> bool:
     new file appears atomically, then the JSON files move to ``json-store-backup/``. Returns whether a
     migration happened; a one-line message says so.
     """
-    from .graph import NetworkXGraphStore  # the old format's readers
-    from .storage import Journal, read_json
-
     directory = Path(directory)
     found = legacy_files(directory)
     if store_exists(directory) or not [p for p in found if p.name != "cli.json"]:
         return False
+    try:
+        return _migrate(directory, found)
+    except StoreError:
+        raise
+    except ValueError as exc:  # a damaged JSON file, named by its reader
+        raise StoreError(f"{exc} (the JSON store was not migrated): restore the file from a backup, or move the "
+                         "JSON files aside and index the documents again") from exc
+
+
+def _migrate(directory: Path, found: list[Path]) -> bool:
+    from .graph import NetworkXGraphStore  # the old format's readers
+    from .storage import Journal, read_json
+
     state = read_json(directory / "documents.json", {})
     chunks = [r for r in Journal(directory / "chunks.jsonl").read() if "id" in r and "entities" in r]
     cache = {r["key"]: r["answer"] for r in Journal(directory / "llm_cache.jsonl").read() if "key" in r}
+    known = {r["id"] for r in chunks}
+    missing = [cid for doc in state.get("documents", {}).values() for cid in doc.get("chunks", [])
+               if cid not in known and cid not in doc.get("failed", [])]
+    if missing:  # a torn or garbled journal: migrating would drop those chunks' records
+        raise StoreError(f"{directory / 'chunks.jsonl'} lacks {len(missing)} chunk(s) that documents.json lists "
+                         f"(damaged?), e.g. {missing[0]}: restore it from a backup, or move the JSON files aside "
+                         "and index the documents again")
     graph = NetworkXGraphStore.load(directory) if (directory / "graph.json").exists() else None
     vectors: dict[str, list[tuple[str, str, Mapping[str, Any], bytes]]] = {}
     for space in ("entities", "relations", "chunks"):
