@@ -226,6 +226,8 @@ def _embedding_spec(requested: str | None) -> str:
 
 
 def _describe(spec: str) -> str:
+    if spec.startswith("hashing-") and spec != HASHING:  # a library-made store, e.g. HashingEmbedder(128)
+        return f"{spec} (pathrag.HashingEmbedder, offline and model-free)"
     return ("hashing (pathrag.HashingEmbedder, offline and model-free)" if spec == HASHING
             else f"{spec.removeprefix('openai:')} (OpenAI-compatible endpoint)")
 
@@ -658,6 +660,8 @@ def stats(store: Path = STORE, check: bool = typer.Option(
     rows: list[tuple[str, Any]] = [
         ("documents", counts["documents"]), ("chunks", counts["chunks"]), ("entities", counts["entities"]),
         ("relations", counts["relations"]), ("embeddings", _describe(meta["embeddings"]) if meta else "?")]
+    if counts.get("imports"):  # documents made by `pathrag import` or the importers: records, not chunks
+        rows[1:1] = [("imports", counts["imports"]), ("imported records", counts["records"])]
     if degree:
         values = sorted(degree.values())
         hubs = sorted(degree.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
@@ -914,6 +918,10 @@ def to_html(result: RetrievalResult, entities: dict[str, Any], relations: dict[t
 from langchain_pathrag import cli_eval  # noqa: E402  (pathrag eval lives in its own module)
 
 cli_eval.register(app)
+
+from langchain_pathrag import cli_import  # noqa: E402  (pathrag import, likewise)
+
+cli_import.register(app)
 
 
 def main() -> None:
