@@ -628,6 +628,24 @@ def test_dense_configuration_sends_passages_only_within_the_budget():
         index.close()
 
 
+def test_passages_only_in_the_chunk_index_are_the_corpus_and_dense_finds_them():
+    import asyncio
+
+    from pathrag import HashingEmbedder, PathRAGIndex, VectorItem
+
+    from pathrag.evaluation import ConfigurationOptions, index_passages
+
+    index = PathRAGIndex(embedder=HashingEmbedder())  # as an import leaves it: passages, no documents
+    index.chunk_index.upsert([VectorItem("c1", "The Saltgate Barrier was designed by Cassian Drove.", {}),
+                              VectorItem("c2", "Herring spawn in the shallows of Brindle Sands.", {})])
+    assert sorted(index_passages(index)) == ["Herring spawn in the shallows of Brindle Sands.",
+                                             "The Saltgate Barrier was designed by Cassian Drove."]
+    (dense,) = build_configurations(index, ["dense"], ConfigurationOptions())
+    context = asyncio.run(dense.context("Who designed the Saltgate Barrier?"))
+    assert context.text.endswith("Passage 1:\nHerring spawn in the shallows of Brindle Sands.\n\n"
+                                 "Passage 2:\nThe Saltgate Barrier was designed by Cassian Drove.")
+
+
 def test_offline_model_answers_every_prompt_kind():
     model = OfflineEvalModel()
     assert parse_verdict(model.complete(

@@ -258,7 +258,20 @@ def index_passages(index: PathRAGIndex) -> list[str]:
         texts = index.chunk_texts(ids)
     else:
         texts = {cid: (index.chunks.get(cid) or {}).get("text") or "" for cid in ids}
-    return list(dict.fromkeys(t.strip() for cid in ids if (t := texts.get(cid)) and t.strip()))
+    passages = list(dict.fromkeys(t.strip() for cid in ids if (t := texts.get(cid)) and t.strip()))
+    if not passages:  # an imported graph's passages live in the chunk index only
+        passages = [text for cid in _index_ids(index.chunk_index) if (text := _item_text(index.chunk_index, cid))]
+    return list(dict.fromkeys(passages))
+
+
+def _index_ids(vectors: Any) -> list[str]:
+    return list(vectors.ids()) if callable(getattr(vectors, "ids", None)) else []
+
+
+def _item_text(vectors: Any, item_id: str) -> str:
+    """The text a vector index keeps for ``item_id`` ("" if it keeps none or cannot say)."""
+    item = vectors.get(item_id) if callable(getattr(vectors, "get", None)) else None
+    return str(getattr(item, "text", "") or "").strip()
 
 
 def _cut(text: str, max_tokens: int, token_counter: TokenCounter | None) -> str:
@@ -567,8 +580,9 @@ def passage_configuration(index: PathRAGIndex, options: ConfigurationOptions, *,
     async def context(query: str) -> PathContext:
         hits = await index.chunk_index.aquery(query, options.params.num_passages)
         texts = index.chunk_texts([hit.id for hit in hits])
-        items = [RetrievedItem("passage", hit.id, texts[hit.id], hit.score, (), (hit.id,))
-                 for hit in hits if texts.get(hit.id)]
+        items = [RetrievedItem("passage", hit.id, text, hit.score, (), (hit.id,)) for hit in hits
+                 # a document's chunk, else the hit's own text (an imported passage)
+                 if (text := texts.get(hit.id) or getattr(hit, "text", None) or _item_text(index.chunk_index, hit.id))]
         return build_evidence_context(query, items, max_tokens=options.max_tokens,
                                       token_counter=options.token_counter)
 
@@ -1395,8 +1409,8 @@ async def aevaluate(
     """Evaluate configurations of ``index`` (registered names or :class:`Configuration` objects).
 
     ``params`` and ``max_tokens`` set the base retrieval and the context budget of the built-in
-    configurations (the same budget for all: a comparison at equal cost; None: no budget); with ``keywords`` the answer model extracts query keywords (journalled like every
-    other call). Other keyword arguments go to :class:`Evaluation` (``questions=``, ``num_questions=``,
+    configurations (the same budget for all: a comparison at equal cost; None: no budget); with
+    ``keywords`` the answer model extracts query keywords (journalled like every other call). Other keyword arguments go to :class:`Evaluation` (``questions=``, ``num_questions=``,
     ``pairs=``, ``max_concurrency=``, ``prices=``, ``show_progress=``...). The corpus for question
     generation is the index's chunks.
     """
