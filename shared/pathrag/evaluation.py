@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 from tqdm.auto import tqdm
 
-from .context import PathContext, answer_prompt, build_evidence_context, result_context
+from .context import DEFAULT_CONTEXT_TOKENS, PathContext, answer_prompt, build_evidence_context, result_context
 from .evaluation_prompts import (
     CORPUS_SUMMARY_PROMPT,
     DIMENSION_DEFINITIONS,
@@ -123,8 +123,8 @@ logger = logging.getLogger(__name__)
 DIMENSIONS: tuple[str, ...] = tuple(DIMENSION_DEFINITIONS)
 #: The configurations compared when none are named: the first is the reference.
 DEFAULT_CONFIGURATIONS: tuple[str, ...] = ("default", "paths-only", "pathrag-lt", "dense")
-#: The context budget every configuration gets unless told otherwise (tokens).
-DEFAULT_MAX_TOKENS = 4000
+#: The context budget every configuration gets unless told otherwise: the entry points' default (tokens).
+DEFAULT_MAX_TOKENS = DEFAULT_CONTEXT_TOKENS
 
 CALLS_FILE = "calls.jsonl"
 QUESTIONS_FILE = "questions.jsonl"
