@@ -48,7 +48,7 @@ except ImportError:  # older typer runs on click itself
 import pathrag
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex, RetrievalResult
 from pathrag.context import answer_prompt, render_entity, result_context
-from pathrag.store import LEGACY_FILES, STORE_FILE, StoreError, read_store_info, write_store_info
+from pathrag.store import LEGACY_FILES, STORE_FILE, StoreError, StoreLocked, read_store_info, write_store_info
 from pathrag.demo import (
     DEMO_PARAMS,
     QuestionRun,
@@ -299,6 +299,8 @@ def _opened(store: Path, **kwargs: Any) -> Iterator[PathRAGIndex]:
     index = _open_store(store, **kwargs)
     try:
         yield index
+    except StoreLocked as exc:  # another process is writing: say how to wait from the command line
+        raise CliError(str(exc).split(": wait for it")[0] + ": wait for it to finish, or add --wait SECONDS") from exc
     finally:
         index.close()
 
@@ -525,6 +527,8 @@ def index(
     model: str = MODEL,
     embedding_model: str | None = EMBEDDING_MODEL,
     replay: Path | None = REPLAY,
+    wait: float = typer.Option(0.0, "--wait", min=0, metavar="SECONDS",
+                               help="Wait up to SECONDS for another process writing the store (0: fail at once)."),
 ) -> None:
     """Extract entities and relations from documents into the store (re-running skips unchanged files)."""
     llm = _replay(replay) or (_language_model(chat) if (chat := _chat_model(model)) else None)
@@ -532,7 +536,7 @@ def index(
         raise CliError(f"indexing extracts entities with a language model: {NO_KEY}")
     docs = _documents(paths)
     # a replay miss is not transient: no retries with back-off
-    config = IndexConfig(show_progress=True, max_attempts=1) if replay else IndexConfig(show_progress=True)
+    config = IndexConfig(show_progress=True, lock_timeout=wait, **({"max_attempts": 1} if replay else {}))
     with _opened(store, create=True, embedding_model=embedding_model, llm=llm, config=config) as idx:
         summary = idx.insert(docs)
         stats = idx.stats()
@@ -626,10 +630,12 @@ def delete(
                                         show_default=False),
     store: Path = STORE,
     model: str = MODEL,
+    wait: float = typer.Option(0.0, "--wait", min=0, metavar="SECONDS",
+                               help="Wait up to SECONDS for another process writing the store (0: fail at once)."),
 ) -> None:
     """Remove documents; what only they supported leaves the graph."""
     chat = _chat_model(model)  # only needed to summarise a merged description never summarised before
-    with _opened(store, llm=_language_model(chat) if chat else None) as idx:
+    with _opened(store, llm=_language_model(chat) if chat else None, config=IndexConfig(lock_timeout=wait)) as idx:
         missing = [d for d in dict.fromkeys(doc_ids) if d not in idx.documents]
         if missing:
             known = ", ".join(sorted(idx.documents)[:5]) or "none"

@@ -217,7 +217,8 @@ def register(app: typer.Typer) -> None:
     # Imported here: cli.py calls register() at its end, so its helpers exist by then.
     from langchain_pathrag import cli
     from pathrag.importers import import_graph_documents, import_lightrag, import_openie
-    from pathrag.store import LOCK_FILE, STORE_FILE, StoreError
+    from pathrag import IndexConfig
+    from pathrag.store import LOCK_FILE, STORE_FILE, StoreError, StoreLocked
 
     group = typer.Typer(help="Bring a knowledge graph built by another tool into a store (no LLM call, no key).",
                         no_args_is_help=True)
@@ -228,12 +229,14 @@ def register(app: typer.Typer) -> None:
         None, "--embedding-model", "-e", envvar="PATHRAG_EMBEDDING_MODEL", show_default=False,
         help="Embeddings of a new store: 'hashing' (offline, the default) or a model of the OpenAI-compatible "
              "endpoint (needs OPENAI_API_KEY). An existing store keeps its own.")
+    wait_option = typer.Option(0.0, "--wait", min=0, metavar="SECONDS",
+                               help="Wait up to SECONDS for another process writing the store (0: fail at once).")
     id_option = typer.Option(None, "--id", show_default=False,
                              help="Document id of the import (default import:<kind>:<name>); importing "
                                   "again under it replaces the previous import.")
 
     def run_import(kind: str, source: Path, store: Path, embedding_model: str | None,
-                   work: Callable[[PathRAGIndex], ImportSummary]) -> None:
+                   work: Callable[[PathRAGIndex], ImportSummary], wait: float = 0.0) -> None:
         """Open or create the store, run ``work`` under a progress bar, print the summary line."""
         meta = cli._read_meta(store)
         spec = cli.HASHING if embedding_model is None else cli._embedding_spec(embedding_model)
@@ -244,12 +247,15 @@ def register(app: typer.Typer) -> None:
         if meta is None:  # a new store: record its embeddings, as `pathrag index` does
             cli._write_meta(store, spec)
         done = False
-        index = cli._open_store(store)
+        index = cli._open_store(store, config=IndexConfig(lock_timeout=wait))
         try:
             with _progress(index, f"Importing {kind}"):
                 summary = work(index)
             counts = index.stats()
             done = True
+        except StoreLocked as exc:  # another process is writing this store: its files are not ours to remove
+            done = True
+            raise cli.CliError(str(exc).split(": wait for it")[0] + ": wait for it to finish, or add --wait SECONDS") from exc
         except (ValueError, TypeError, KeyError, StoreError) as exc:  # bad input, named by the importer
             raise cli.CliError(cli._one_line(str(exc))) from exc
         finally:
@@ -286,12 +292,13 @@ def register(app: typer.Typer) -> None:
                                            "vdb_*.json instead of embedding again (same embedding model needed)."),
         embedding_model: str | None = embedding_option,
         document_id: str | None = id_option,
+        wait: float = wait_option,
     ) -> None:
         """Import a LightRAG / PathRAG working directory: its graph, chunks and (optionally) vectors."""
         existing(directory, directory=True)
         run_import("LightRAG", directory, store, embedding_model,
                    lambda index: import_lightrag(directory, index, reuse_vectors=reuse_vectors,
-                                                 document_id=document_id))
+                                                 document_id=document_id), wait)
 
     @group.command("openie")
     def openie(
@@ -300,6 +307,7 @@ def register(app: typer.Typer) -> None:
         store: Path = store_option,
         embedding_model: str | None = embedding_option,
         document_id: str | None = id_option,
+        wait: float = wait_option,
     ) -> None:
         """Import HippoRAG OpenIE triples: each passage becomes a chunk its entities and relations cite."""
         existing(file)
@@ -312,7 +320,7 @@ def register(app: typer.Typer) -> None:
             raise cli.CliError(f"{file} is not OpenIE output: expected a list of passages or an object with a "
                                "\"docs\" list")
         run_import("OpenIE", file, store, embedding_model,
-                   lambda index: import_openie(docs, index, document_id=document_id or f"import:openie:{file.stem}"))
+                   lambda index: import_openie(docs, index, document_id=document_id or f"import:openie:{file.stem}"), wait)
 
     @group.command("graph-documents")
     def graph_documents(
@@ -322,6 +330,7 @@ def register(app: typer.Typer) -> None:
         store: Path = store_option,
         embedding_model: str | None = embedding_option,
         document_id: str | None = id_option,
+        wait: float = wait_option,
     ) -> None:
         """Import LangChain graph documents written as JSON lines (GraphDocument.model_dump_json())."""
         existing(file)
@@ -336,6 +345,6 @@ def register(app: typer.Typer) -> None:
             summary.skipped += skipped  # records the line reader could not use
             return summary
 
-        run_import("graph documents", file, store, embedding_model, work)
+        run_import("graph documents", file, store, embedding_model, work, wait)
 
     app.add_typer(group, name="import")

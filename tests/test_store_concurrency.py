@@ -1,5 +1,6 @@
-"""One writer per store directory across processes, readers during writes, and the document lifecycle
-(issues 12 and 16) on the embedded store. Figures are printed, never timed."""
+"""One writer per store directory across processes (the library and the command line's ``--wait``) and the
+document lifecycle (issues 12 and 16) on the embedded store. Readers during writes, killed writers and
+writer processes side by side are in the reliability suite, ``tests/test_reliability.py``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import pytest
@@ -17,8 +17,6 @@ from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex
 from pathrag.store import StoreError, StoreLocked
 
 from .fakes import ScriptedLLM
-
-TESTS = str(Path(__file__).parent)
 
 
 def make(directory: Path, llm: ScriptedLLM | None = None, **config) -> PathRAGIndex:
@@ -56,6 +54,7 @@ def hold_lock(directory: Path, seconds: float) -> subprocess.Popen:
     return proc
 
 
+@pytest.mark.reliability
 def test_a_second_writer_is_refused_naming_the_holder_and_a_killed_holder_leaves_no_lock(tmp_path: Path) -> None:
     index = make(tmp_path / "kb")
     index.insert([doc(0)])
@@ -76,6 +75,7 @@ def test_a_second_writer_is_refused_naming_the_holder_and_a_killed_holder_leaves
     assert sorted(blocked.documents) == ["d0", "d1"]
 
 
+@pytest.mark.reliability
 def test_a_writer_can_wait_for_the_lock(tmp_path: Path) -> None:
     make(tmp_path / "kb").insert([doc(0)])
     holder = hold_lock(tmp_path / "kb", 0.5)
@@ -94,76 +94,58 @@ def test_a_writer_can_wait_for_the_lock(tmp_path: Path) -> None:
         holder.wait()
 
 
-WRITER = textwrap.dedent("""
-    import sys
-    sys.path.insert(0, {tests!r})
-    from fakes import ScriptedLLM
-    from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex
-    first, count = int(sys.argv[2]), int(sys.argv[3])
-    index = PathRAGIndex(sys.argv[1], llm=ScriptedLLM(delay=0.002), embedder=HashingEmbedder(64),
-                         config=IndexConfig(lock_timeout=120))
-    for i in range(first, first + count):  # one document per commit: many chances to interleave
-        index.insert([Document(id=f"d{{i}}", text=f"ENTITY N{{i}} | concept | Node {{i}}.\\nLINK N{{i}} | HUB | n{{i}} joins the hub. | k | 2")])
-    print("done")
-""")
+# Two writer processes that both lose nothing, and readers during writes: tests/test_reliability.py
+# (run_two_writers and run_load of tests/reliability_kit.py) check them with figures.
 
 
-def test_two_processes_writing_one_store_lose_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.reliability
+def test_the_command_line_refuses_or_waits_for_a_store_another_process_writes(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from langchain_pathrag.cli import app
+    from pathrag.demo import demo_data
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    data = Path(str(demo_data()))
+    source = data / "corpus" / "02-greyfen-expansion-plan.md"
     store = tmp_path / "kb"
-    script = WRITER.format(tests=TESTS)
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(store), str(first), "15"], stdout=subprocess.PIPE,
-                              text=True) for first in (0, 100)]
-    outputs = [p.communicate(timeout=300)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0] and all("done" in o for o in outputs)
-    clean = make(tmp_path / "clean")
-    clean.insert([doc(i) for i in [*range(15), *range(100, 115)]])
-    shared = make(store)
-    assert contents(shared) == contents(clean)  # every document, and HUB merged from all 30
-    with capsys.disabled():
-        print(f"\ntwo writer processes, 15 one-document commits each: {len(shared.documents)} documents, 0 lost")
-
-
-def test_readers_never_fail_or_see_half_a_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    index = make(tmp_path / "kb")
-    index.insert([doc(i) for i in range(6)])
-    question = "N7 and N1"
-
-    def answer() -> list:
-        return [(p.nodes, round(p.score, 9)) for p in index.retrieve(question, keyword_llm=False, top_k=50).paths]
-
-    without = answer()
-    index.insert([doc(7)])
-    with_seven = answer()
-    assert without != with_seven
-    errors: list[BaseException] = []
-    seen = {"before/after": 0, "neither": 0}
-    writing = threading.Event()
-    writing.set()
-
-    def reader() -> None:
-        while writing.is_set():
-            try:
-                found = answer()
-            except BaseException as exc:  # every failure is a failed user request
-                errors.append(exc)
-                return
-            seen["before/after" if found in (without, with_seven) else "neither"] += 1
-
-    threads = [threading.Thread(target=reader) for _ in range(3)]
-    for t in threads:
-        t.start()
+    assert CliRunner().invoke(app, ["index", str(source), "--store", str(store), "--replay", str(data)]).exit_code == 0
+    other = tmp_path / "other.md"
+    other.write_text((data / "corpus" / "06-morrow-inquiry-findings.md").read_text(encoding="utf-8"), encoding="utf-8")
+    openie = Path(__file__).parent / "fixtures" / "musique_small" / "openie_sample.json"
+    holder = hold_lock(store, 60)
     try:
-        for _ in range(10):
-            index.delete(["d7"])
-            index.insert([doc(7)])
+        for args in (["index", str(other), "--replay", str(data)], ["delete", "02-greyfen-expansion-plan.md"],
+                     ["import", "openie", str(openie)], ["delete", "02-greyfen-expansion-plan.md", "--wait", "0.2"]):
+            result = CliRunner().invoke(app, [*args, "--store", str(store)])
+            assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+            assert result.stderr.count("\n") == 1 and f"being written by process {holder.pid}" in result.stderr
+            assert "add --wait SECONDS" in result.stderr
+        assert "waited 0.2 s" in result.stderr
     finally:
-        writing.clear()
-        for t in threads:
-            t.join()
-    assert errors == [] and seen["neither"] == 0 and seen["before/after"] > 0
-    with capsys.disabled():
-        print(f"\n3 reader threads during 20 commits: {seen['before/after']} retrievals, 0 errors, "
-              "each equal to the answer before or after a commit")
+        holder.kill()
+        holder.wait()
+    holder = hold_lock(store, 0.5)  # lets go after half a second: --wait gets the store
+    try:
+        result = CliRunner().invoke(app, ["index", str(other), "--store", str(store), "--replay", str(data),
+                                          "--wait", "30"])
+        assert result.exit_code == 0, result.output
+    finally:
+        holder.kill()
+        holder.wait()
+    holder = hold_lock(store, 0.5)
+    try:
+        result = CliRunner().invoke(app, ["import", "openie", str(openie), "--store", str(store), "--wait", "30"])
+        assert result.exit_code == 0, result.output
+    finally:
+        holder.kill()
+        holder.wait()
+    from pathrag.store import read_store_info
+
+    index = PathRAGIndex(store, embedder=HashingEmbedder(256), embedder_name=read_store_info(store)["embedder"])
+    # nothing lost, and each refused write went through once it waited
+    assert sorted(index.documents) == ["02-greyfen-expansion-plan.md", "import:openie:openie_sample", "other.md"]
+    index.close()
 
 
 # -- the document lifecycle -----------------------------------------------------------------------------
