@@ -47,7 +47,7 @@ except ImportError:  # older typer runs on click itself
 
 import pathrag
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex, RetrievalResult
-from pathrag.context import answer_prompt, render_entity, result_context
+from pathrag.context import DEFAULT_CONTEXT_TOKENS, answer_prompt, render_entity, result_context
 from pathrag.store import LEGACY_FILES, STORE_FILE, StoreError, StoreLocked, read_store_info, write_store_info
 from pathrag.demo import (
     DEMO_PARAMS,
@@ -563,8 +563,8 @@ def query(
     context_only: bool = typer.Option(False, "--context-only", help="Print the prompt that would be sent, "
                                       "without calling a model."),
     stream: bool = typer.Option(False, "--stream", help="Print the answer as it is generated."),
-    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1, show_default=False,
-                                          help="Token budget of the context (least relevant evidence goes first)."),
+    max_tokens: int = typer.Option(DEFAULT_CONTEXT_TOKENS, "--max-tokens", min=1,
+                                   help="Token budget of the context (least relevant evidence goes first)."),
     context: ContextKind = CONTEXT,
     model: str = MODEL,
     embedding_model: str | None = EMBEDDING_MODEL,

@@ -281,7 +281,8 @@ def test_html_escapes_names_and_lays_out_separate_parts() -> None:
 
 
 def test_query_context_only_prints_the_exact_prompt(store: Path) -> None:
-    result = run("query", Q1.question, "--store", store, "--context-only", "--replay", DATA, *DEMO_KNOBS)
+    result = run("query", Q1.question, "--store", store, "--context-only", "--replay", DATA, "--max-tokens", "100000",
+                 *DEMO_KNOBS)
     assert result.exit_code == 0, result.output
     prompt = result.stdout
     assert prompt.startswith(f"Question: {Q1.question}\n\nSource passages, least to most relevant:")
@@ -426,3 +427,12 @@ def test_console_script_errors_in_one_line(tmp_path: Path) -> None:
     assert done.stderr == ("error: answering needs a language model: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
                            "another OpenAI-compatible endpoint), or add --context-only to print the prompt that "
                            "would be sent\n")
+
+
+def test_query_without_max_tokens_keeps_the_default_budget(store: Path) -> None:
+    from pathrag.context import DEFAULT_CONTEXT_TOKENS
+
+    out = run("query", Q1.question, "--store", store, "--context-only", "--replay", DATA, *DEMO_KNOBS).stdout
+    context = out[: out.rindex("\n\nAnswer the question above")]
+    assert "\nPassage 1:\n" in context
+    assert DEFAULT_CONTEXT_TOKENS // 2 < approximate_token_count(context) <= DEFAULT_CONTEXT_TOKENS
