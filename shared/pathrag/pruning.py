@@ -291,9 +291,7 @@ def propagate_resources(
     >>> propagate_resources(nx.path_graph(["a", "b", "c"]), "a")
     {'a': 1.0, 'b': 0.8, 'c': 0.32000000000000006}
     """
-    params = _Params.checked(alpha, theta, max_hops, directed)
-    store = as_graph_store(graph)
-    return _resources(_run_sync(store, _propagate([start], params, complete=True), params.directed))
+    return spread_resources(graph, [start], alpha=alpha, theta=theta, max_hops=max_hops, directed=directed)
 
 
 async def apropagate_resources(
@@ -306,9 +304,7 @@ async def apropagate_resources(
     directed: bool = False,
 ) -> dict[str, float]:
     """Async twin of :func:`propagate_resources`."""
-    params = _Params.checked(alpha, theta, max_hops, directed)
-    store = as_graph_store(graph)
-    return _resources(await _run_async(store, _propagate([start], params, complete=True), params.directed))
+    return await aspread_resources(graph, [start], alpha=alpha, theta=theta, max_hops=max_hops, directed=directed)
 
 
 def _starts(starts: Iterable[str]) -> list[str]:
