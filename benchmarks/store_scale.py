@@ -14,7 +14,7 @@ Then, per size:
 * size on disk, and what the issue's bound compares it with: the texts plus float32 vectors (entities,
   relations, chunks).
 
-    python benchmarks/store_scale.py [--sizes 1000,10000,20000] [--keep DIR]
+    python benchmarks/store_scale.py [--sizes 1000,10000,20000] [--dimensions 256] [--keep DIR]
 
 The same script runs against older code (the JSON-file store) for the baseline, e.g.::
 
@@ -43,7 +43,7 @@ from pathrag.extraction import ExtractionConfig
 
 TEXT = re.compile(r"NOW THE REAL TEXT\nText:\n(.*?)\nOutput:\n", re.S)
 CONFIG = IndexConfig(extraction=ExtractionConfig(max_gleaning=0), max_concurrency=16)
-DIMENSIONS = 256
+DIMENSIONS = 256  # --dimensions: 384 is MiniLM's, 1536 OpenAI's small model
 
 
 class InstantLLM:
@@ -100,16 +100,16 @@ def peak_kb():  # VmHWM: this process's own peak (ru_maxrss would include the pa
 from pathrag import HashingEmbedder, PathRAGIndex
 rss_imported = peak_kb()
 started = time.perf_counter()
-index = PathRAGIndex(sys.argv[1], embedder=HashingEmbedder(%d))
+index = PathRAGIndex(sys.argv[1], embedder=HashingEmbedder(int(sys.argv[2])))
 result = index.retrieve("How is E1 connected to E2 and E3?", keyword_llm=False)
 done = time.perf_counter()
 print(done - started, peak_kb(), rss_imported, len(result.paths))
-""" % DIMENSIONS
+"""
 
 
 def probe(directory: Path) -> tuple[float, float, float, int]:
     """Open + first retrieval in a fresh interpreter: seconds, peak RSS MB, RSS MB after imports, paths."""
-    out = subprocess.run([sys.executable, "-c", PROBE, str(directory)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", PROBE, str(directory), str(DIMENSIONS)], capture_output=True, text=True,
                          env={**os.environ, "PATHRAG_TOKENIZER": "approximate"}, check=True).stdout.split()
     return float(out[0]), int(out[1]) / 1024, int(out[2]) / 1024, int(out[3])
 
@@ -156,7 +156,8 @@ def measure(size: int, root: Path, seed: int) -> dict[str, float]:
     texts = sum(len(d.text.encode()) for d in docs)
     vectors = (stats.get("entities", 0) + stats.get("relations", 0) + stats["chunks"]) * DIMENSIONS * 4
     out = subprocess.run([sys.executable, __file__, "--writes", str(directory), "--sizes", str(size), "--seed",
-                          str(seed)], capture_output=True, text=True, check=True).stdout.split()
+                          str(seed), "--dimensions", str(DIMENSIONS)], capture_output=True, text=True,
+                         check=True).stdout.split()
     written = dict(zip(("cold", "insert", "delete", "peak"), map(float, out)))
     return {"size": size, "entities": stats.get("entities", 0), "relations": stats.get("relations", 0),
             "build s": built, "insert ms": written["insert"] * 1000, "delete ms": written["delete"] * 1000,
@@ -167,12 +168,15 @@ def measure(size: int, root: Path, seed: int) -> dict[str, float]:
 
 
 def main() -> None:
+    global DIMENSIONS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="1000,10000,20000")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="build the stores here and keep them")
+    parser.add_argument("--dimensions", type=int, default=DIMENSIONS, help="of the hashing embedder's vectors")
     parser.add_argument("--writes", type=Path, help=argparse.SUPPRESS)  # the fresh writer process
     args = parser.parse_args()
+    DIMENSIONS = args.dimensions
     os.environ.setdefault("PATHRAG_TOKENIZER", "approximate")
     if args.writes is not None:
         r = writes(args.writes, int(args.sizes), args.seed)
@@ -180,10 +184,10 @@ def main() -> None:
         return
     root = args.keep or Path(tempfile.mkdtemp(prefix="pathrag-scale-"))
     print(f"pathrag from {Path(pathrag.__file__).parent}; Python {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs, {platform.machine()}")
+          f"{os.cpu_count()} CPUs, {platform.machine()}; {DIMENSIONS}-dimensional vectors")
     header = ("documents", "entities", "relations", "build", "1-doc insert", "1-doc delete", "writer: first write",
               "writer peak RSS", "open + 1 retrieval", "reader peak RSS (after imports)", "on disk",
-              "texts + f32 vectors")
+              "texts + f32 vectors", "ratio")
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     try:
@@ -193,7 +197,7 @@ def main() -> None:
                   f"{r['insert ms']:.0f} ms | {r['delete ms']:.0f} ms | {r['first write s']:.2f} s | "
                   f"{r['writer MB']:.0f} MB | {r['open+retrieve s']:.2f} s | "
                   f"{r['peak MB']:.0f} MB ({r['imports MB']:.0f} MB) | {r['disk MB']:.1f} MB | "
-                  f"{r['texts+vectors MB']:.1f} MB |", flush=True)
+                  f"{r['texts+vectors MB']:.1f} MB | {r['disk MB'] / r['texts+vectors MB']:.2f}× |", flush=True)
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pathrag import Document, Entity, HashingEmbedder, IndexConfig, PathRAGIndex, Relation
-from pathrag.store import STORE_FILE, SQLiteGraphStore, SQLiteVectorIndex, read_store_info
+from pathrag.store import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, read_store_info
 
 from .fakes import ScriptedLLM
 
@@ -236,3 +236,88 @@ def test_stats_check_in_the_command_line(tmp_path: Path, monkeypatch) -> None:
     conn.close()
     result = CliRunner().invoke(app, ["stats", "--check", "--store", str(tmp_path / "kb")])
     assert result.exit_code == 1 and result.stderr.count("\n") == 1 and "GHOST" in result.stderr
+
+
+V1_VECTORS = ("CREATE TABLE vectors_v1 (space TEXT NOT NULL, id TEXT NOT NULL, text TEXT NOT NULL, "
+              "metadata TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (space, id))")
+
+
+def vector_texts(index: PathRAGIndex) -> dict:
+    return {name: {i: vector_index.get(i).text for i in vector_index.ids()}
+            for name, vector_index in index.vector_indexes.items()}
+
+
+def test_chunk_vectors_keep_no_copy_of_their_text_and_llm_answers_are_compressed(tmp_path: Path) -> None:
+    index = open_index(tmp_path, ScriptedLLM())
+    index.insert(DOCS)
+    db = sqlite3.connect(tmp_path / STORE_FILE)
+    assert db.execute("SELECT COUNT(*), COUNT(text) FROM vectors WHERE space = 'chunks'").fetchone() == (4, 0)
+    assert db.execute("SELECT COUNT(*) FROM vectors WHERE space != 'chunks' AND text IS NULL").fetchone() == (0,)
+    chunk_text = dict(db.execute("SELECT id, text FROM chunks"))
+    # the text still reads back, by id and with every hit
+    assert {i: index.chunk_index.get(i).text for i in index.chunk_index.ids()} == chunk_text
+    assert {h.id: h.text for h in index.chunk_index.query("Mara", 10)} == chunk_text
+    assert {type(answer) for (answer,) in db.execute("SELECT answer FROM llm_cache")} == {bytes}
+    calls = index.llm.calls
+    index.delete(["c"])
+    index.insert(DOCS[2:])  # the compressed answers are read back: no call paid again
+    assert index.llm.calls == calls
+
+
+def test_a_format_1_store_is_upgraded_once_and_answers_the_same(tmp_path: Path, caplog) -> None:
+    llm = ScriptedLLM()
+    index = open_index(tmp_path, llm)
+    index.insert(DOCS)
+    before, before_paths, before_texts = contents(index), paths(index), vector_texts(index)
+    index.close()
+    # Turn it into format 1: vectors holding every text (NOT NULL), LLM answers in plain text.
+    db = sqlite3.connect(tmp_path / STORE_FILE, isolation_level=None)
+    db.execute("BEGIN")
+    db.execute(V1_VECTORS)
+    db.execute("INSERT INTO vectors_v1 SELECT v.space, v.id, COALESCE(v.text, c.text), v.metadata, v.vector "
+               "FROM vectors v LEFT JOIN chunks c ON c.id = v.id")
+    db.execute("DROP TABLE vectors")
+    db.execute("ALTER TABLE vectors_v1 RENAME TO vectors")
+    db.create_function("unzip", 1, lambda b: __import__("zlib").decompress(b).decode())
+    db.execute("UPDATE llm_cache SET answer = unzip(answer)")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'format_version'")
+    db.execute("COMMIT")
+    assert db.execute("SELECT COUNT(text) FROM vectors WHERE space = 'chunks'").fetchone() == (4,)
+
+    with caplog.at_level(logging.INFO, logger="pathrag.store"):
+        upgraded = open_index(tmp_path, llm)
+    assert [r.message for r in caplog.records if "format 2" in r.message]
+    assert db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == ("2",)
+    assert db.execute("SELECT COUNT(text) FROM vectors WHERE space = 'chunks'").fetchone() == (0,)
+    assert "text TEXT," in db.execute("SELECT sql FROM sqlite_schema WHERE name = 'vectors'").fetchone()[0]
+    assert (contents(upgraded), paths(upgraded), vector_texts(upgraded)) == (before, before_paths, before_texts)
+    calls = llm.calls
+    upgraded.delete(["c"])
+    upgraded.insert(DOCS[2:])  # the plain-text answers of format 1 are still read
+    assert llm.calls == calls
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="pathrag.store"):
+        open_index(tmp_path)
+    assert not [r for r in caplog.records if "format 2" in r.message]  # once
+
+
+def test_a_format_1_store_that_cannot_be_upgraded_still_answers(tmp_path: Path, monkeypatch) -> None:
+    index = open_index(tmp_path, ScriptedLLM())
+    index.insert(DOCS)
+    before, before_texts = paths(index), vector_texts(index)
+    index.close()
+    db = sqlite3.connect(tmp_path / STORE_FILE, isolation_level=None)
+    db.execute("BEGIN")
+    db.execute(V1_VECTORS)
+    db.execute("INSERT INTO vectors_v1 SELECT v.space, v.id, COALESCE(v.text, c.text), v.metadata, v.vector "
+               "FROM vectors v LEFT JOIN chunks c ON c.id = v.id")
+    db.execute("DROP TABLE vectors")
+    db.execute("ALTER TABLE vectors_v1 RENAME TO vectors")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'format_version'")
+    db.execute("COMMIT")
+    # as on a read-only file: the upgrade's transaction fails, and the store stays in format 1
+    monkeypatch.setattr(SQLiteStore, "transaction", lambda self: (_ for _ in ()).throw(
+        sqlite3.OperationalError("attempt to write a readonly database")))
+    reader = open_index(tmp_path)
+    assert db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == ("1",)
+    assert (paths(reader), vector_texts(reader)) == (before, before_texts)

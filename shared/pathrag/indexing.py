@@ -64,7 +64,9 @@ from .store import (
     mentioned_names,
     migrate_json_store,
     pack_records,
+    pack_text,
     unpack_records,
+    unpack_text,
     write_snapshot,
 )
 from .tokens import TokenCounter, count_tokens
@@ -305,7 +307,7 @@ class PathRAGIndex:
         self._seen_commit = -1  # the store's commit counter when the tables above were loaded or written
         self._writer_lock = WriterLock(self.directory) if store is not None else None  # type: ignore[arg-type]
         self.summaries = _Table(store, "summaries", "text")  # apart from the optional cache: deletes must not pay
-        self._cache = _Table(store, "llm_cache", "answer")
+        self._cache = _Table(store, "llm_cache", "answer", packed=True)  # kept compressed: rarely read
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._line_tokens = functools.lru_cache(maxsize=8192)(
             lambda line: count_tokens(line, self.config.token_counter))
@@ -1069,8 +1071,9 @@ class _Table:
     """A string -> string table: a dict in memory, or rows of the store (written at once, or with the
     open commit) so that nothing is loaded before it is needed."""
 
-    def __init__(self, store: SQLiteStore | None, table: str, column: str) -> None:
+    def __init__(self, store: SQLiteStore | None, table: str, column: str, *, packed: bool = False) -> None:
         self._store = store
+        self._pack: Callable[[str], str | bytes] = pack_text if packed else str
         self._memory: dict[str, str] = {}
         self._get = f"SELECT {column} FROM {table} WHERE key = ?"
         self._put = f"INSERT OR REPLACE INTO {table} VALUES (?, ?)"
@@ -1081,7 +1084,7 @@ class _Table:
         if self._store is None:
             return self._memory.get(key)
         rows = self._store.wread(self._get, (key,))
-        return rows[0][0] if rows else None
+        return unpack_text(rows[0][0]) if rows else None
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.get(key) is not None
@@ -1098,19 +1101,21 @@ class _Table:
         else:
             if self._store.in_transaction:
                 self._pending[key] = value
-            self._store.execute(self._put, (key, value))
+            self._store.execute(self._put, (key, self._pack(value)))
 
     def flush_pending(self) -> None:
         """After a rollback: write again what the rolled-back commit had written (LLM answers)."""
         pending, self._pending = self._pending, {}
         if self._store is not None and pending:
-            self._store.executemany(self._put, list(pending.items()))
+            self._store.executemany(self._put, [(key, self._pack(value)) for key, value in pending.items()])
 
     def clear_pending(self) -> None:
         self._pending = {}
 
     def items(self) -> list[tuple[str, str]]:
-        return list(self._memory.items()) if self._store is None else self._store.wread(self._all)
+        if self._store is None:
+            return list(self._memory.items())
+        return [(key, unpack_text(value)) for key, value in self._store.wread(self._all)]
 
 
 def _open_store(directory: Path, config: IndexConfig, embedder: str | None, vector_kind: str) -> SQLiteStore:

@@ -69,7 +69,9 @@ __all__ = [
     "crash_after_write",
     "read_store_info",
     "pack_records",
+    "pack_text",
     "unpack_records",
+    "unpack_text",
     "write_store_info",
 ]
 
@@ -78,7 +80,7 @@ logger = logging.getLogger(__name__)
 STORE_FILE = "pathrag.sqlite"
 LOCK_FILE = "pathrag.lock"
 FORMAT = "pathrag-store"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a chunk's vector keeps no copy of the chunk's text
 LEGACY_FILES = ("documents.json", "graph.json", "chunks.jsonl", "llm_cache.jsonl", "entities.vectors.json",
                 "relations.vectors.json", "chunks.vectors.json", "cli.json")
 LEGACY_BACKUP = "json-store-backup"
@@ -98,7 +100,7 @@ CREATE TABLE IF NOT EXISTS relations (
     weight REAL NOT NULL, source_ids TEXT NOT NULL, PRIMARY KEY (source, target));
 CREATE INDEX IF NOT EXISTS relations_by_target ON relations (target, source);
 CREATE TABLE IF NOT EXISTS vectors (
-    space TEXT NOT NULL, id TEXT NOT NULL, text TEXT NOT NULL, metadata TEXT NOT NULL, vector BLOB NOT NULL,
+    space TEXT NOT NULL, id TEXT NOT NULL, text TEXT, metadata TEXT NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (space, id));
 CREATE TABLE IF NOT EXISTS mentions (
     name TEXT NOT NULL, chunk_id TEXT NOT NULL, PRIMARY KEY (name, chunk_id)) WITHOUT ROWID;
@@ -106,6 +108,14 @@ CREATE INDEX IF NOT EXISTS mentions_by_chunk ON mentions (chunk_id);
 CREATE TABLE IF NOT EXISTS llm_cache (key TEXT PRIMARY KEY, answer TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, text TEXT NOT NULL);
 """
+
+SCHEMA_VECTORS = next(part.strip() + ";" for part in SCHEMA.split(";") if "TABLE IF NOT EXISTS vectors" in part)
+# The text a vector row keeps: none when a chunk with the same id holds it (chunk ids hash their text),
+# and, reading, the row's own text or else that chunk's. Both expect the vector row as ``v``.
+_STORED_TEXT = "CASE WHEN v.text = (SELECT c.text FROM chunks c WHERE c.id = v.id) THEN NULL ELSE v.text END"
+_WRITE_VECTOR = (f"INSERT OR REPLACE INTO vectors SELECT v.space, v.id, {_STORED_TEXT}, v.metadata, v.vector "
+                 "FROM (SELECT ? AS space, ? AS id, ? AS text, ? AS metadata, ? AS vector) v")
+_READ_TEXT = "COALESCE(v.text, (SELECT c.text FROM chunks c WHERE c.id = v.id), '')"
 
 _env_crash = os.environ.get("PATHRAG_CRASH_AFTER_WRITE", "").strip()
 crash_after_write: int | None = int(_env_crash) if _env_crash.isdigit() else None
@@ -161,6 +171,27 @@ class SQLiteStore:
         if "format" not in found:
             self._w().executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)",
                                   [("format", FORMAT), ("format_version", str(FORMAT_VERSION))])
+        elif int(found.get("format_version", FORMAT_VERSION)) < 2:
+            self._upgrade_vectors()
+
+    def _upgrade_vectors(self) -> None:
+        """Format 1 -> 2, in one transaction: the vectors table without the copies of chunk texts (its
+        ``text`` may now be empty). A read-only store stays at 1: every read works on both."""
+        try:
+            with self.transaction():
+                (version,), = self.wread("SELECT value FROM meta WHERE key = 'format_version'")
+                if int(version) >= 2:  # another process upgraded it meanwhile
+                    return
+                self.execute(SCHEMA_VECTORS.replace("vectors", "vectors_v2"))
+                self.execute(f"INSERT INTO vectors_v2 SELECT v.space, v.id, {_STORED_TEXT}, v.metadata, v.vector "
+                             "FROM vectors v")
+                self.execute("DROP TABLE vectors")
+                self.execute("ALTER TABLE vectors_v2 RENAME TO vectors")
+                self.set_meta({"format_version": 2})
+        except sqlite3.OperationalError as exc:
+            logger.info("%s stays in format 1 (%s)", self.path, exc)
+        else:
+            logger.info("%s: upgraded to store format 2 (chunk texts no longer stored twice)", self.path)
 
     def _w(self) -> sqlite3.Connection:
         """The writer connection, (re)opened on demand: a closed store reopens when used again."""
@@ -198,9 +229,10 @@ class SQLiteStore:
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
-        # Only takes effect on a new file: rows of ~1-3 KB (a vector, a chunk) fill 8 KB pages far
-        # better than SQLite's default 4 KB ones.
-        conn.execute("PRAGMA page_size = 8192")
+        # Only takes effect on a new file. Vectors are most of a store, and a page wastes what is left
+        # after the last whole row it holds: 32 KB pages hold several vectors of any common model
+        # (1-12 KB as float32), where 8 KB ones hold a single 6 KB vector (1536 dimensions) and waste 25 %.
+        conn.execute("PRAGMA page_size = 32768")
         conn.execute("PRAGMA journal_mode = WAL")
         # NORMAL in WAL mode: a commit survives the process being killed (the WAL is in the OS cache);
         # only a power loss may drop the last commits, never corrupt the file.
@@ -523,6 +555,16 @@ def mentioned_names(entities: Iterable[Mapping[str, Any]], relations: Iterable[M
     names = {e["name"] for e in entities}
     names.update(n for r in relations for n in (r["source"], r["target"]))
     return sorted(names)
+
+
+def pack_text(text: str) -> bytes:
+    """A long text as stored where it is rarely read (LLM answers): zlib-compressed UTF-8."""
+    return zlib.compress(text.encode("utf-8"), 6)
+
+
+def unpack_text(value: bytes | str) -> str:
+    """The text :func:`pack_text` stored (stores of format 1 hold plain text: returned as it is)."""
+    return zlib.decompress(value).decode("utf-8") if isinstance(value, bytes) else value
 
 
 def unpack_records(blob: bytes | str) -> dict[str, Any]:
@@ -852,7 +894,8 @@ class SQLiteVectorIndex:
         return [row[0] for row in self.store.read("SELECT id FROM vectors WHERE space = ? ORDER BY id", (self.space,))]
 
     def get(self, item_id: str) -> VectorItem | None:
-        rows = self.store.read("SELECT text, metadata FROM vectors WHERE space = ? AND id = ?", (self.space, item_id))
+        rows = self.store.read(f"SELECT {_READ_TEXT}, v.metadata FROM vectors v WHERE v.space = ? AND v.id = ?",
+                               (self.space, item_id))
         return VectorItem(item_id, rows[0][0], json.loads(rows[0][1])) if rows else None
 
     def _changed(self, items: Sequence[VectorItem]) -> list[VectorItem]:
@@ -860,8 +903,8 @@ class SQLiteVectorIndex:
         fresh = {item.id: item for item in items}  # the last of duplicate ids wins
         if not fresh:
             return []
-        rows = self.store.wread(f"SELECT id, text, metadata FROM vectors WHERE space = ? AND id IN {_IN}",
-                                (self.space, dumps(list(fresh))))
+        rows = self.store.wread(f"SELECT v.id, {_READ_TEXT}, v.metadata FROM vectors v WHERE v.space = ? "
+                                f"AND v.id IN {_IN}", (self.space, dumps(list(fresh))))
         same = {i for i, text, metadata in rows
                 if fresh[i].text == text and dict(fresh[i].metadata) == json.loads(metadata)}
         return [item for i, item in fresh.items() if i not in same]
@@ -874,8 +917,7 @@ class SQLiteVectorIndex:
         blobs = [_unit(np.asarray(v, dtype="<f4")).astype("<f4").tobytes() for v in vectors]
         with self.store.transaction():
             self.store.check_dimension(len(vectors[0]), {len(b) // 4 for b in blobs})
-            self.store.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)",
-                                   [(self.space, item.id, item.text, dumps(dict(item.metadata)), blob)
+            self.store.executemany(_WRITE_VECTOR, [(self.space, item.id, item.text, dumps(dict(item.metadata)), blob)
                                     for item, blob in zip(items, blobs)])
             self.store.bump(self._counter)  # readers' cached matrices are now stale
 
@@ -943,7 +985,7 @@ class SQLiteVectorIndex:
             top = np.argpartition(-scores, k - 1)[:k]
             ranked = sorted(top.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
             found = {i: (md, text) for i, md, text in self.store.read(
-                f"SELECT id, metadata, text FROM vectors WHERE space = ? AND id IN {_IN}",
+                f"SELECT v.id, v.metadata, {_READ_TEXT} FROM vectors v WHERE v.space = ? AND v.id IN {_IN}",
                 (self.space, dumps([ids[i] for i in ranked])))}
         hits = []
         for i in ranked:
@@ -991,7 +1033,8 @@ def write_snapshot(
         store.executemany("INSERT OR IGNORE INTO mentions VALUES (?, ?)", [
             (name, c["id"]) for c in chunks for name in mentioned_names(c.get("entities", []), c.get("relations", []))])
         store.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?)", list(summaries.items()))
-        store.executemany("INSERT OR REPLACE INTO llm_cache VALUES (?, ?)", list(cache.items()))
+        store.executemany("INSERT OR REPLACE INTO llm_cache VALUES (?, ?)",
+                          [(key, pack_text(answer)) for key, answer in cache.items()])
         store.executemany("INSERT OR IGNORE INTO entities VALUES (?, ?, ?, ?)", [_entity_row(e) for e in entities])
         relations = list(relations)
         store.executemany("INSERT OR IGNORE INTO entities VALUES (?, '', '', '[]')",
@@ -1003,8 +1046,7 @@ def write_snapshot(
             rows = list(rows)
             if rows:
                 dimension = len(rows[0][3]) // 4
-            store.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)",
-                              [(space, i, text, dumps(dict(md)), blob) for i, text, md, blob in rows])
+            store.executemany(_WRITE_VECTOR, [(space, i, text, dumps(dict(md)), blob) for i, text, md, blob in rows])
         if dimension is not None and "dimension" not in meta:
             store.set_meta({"dimension": dimension})
 
