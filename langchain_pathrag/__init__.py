@@ -18,8 +18,8 @@ _EXPORTS = {
     "format_paths": "chains",
     "EXTRACTION_TAG": "indexer", "PathRAGDocumentIndex": "indexer", "PathRAGIndexer": "indexer",
     "document_id": "indexer",
-    "LangChainEmbedder": "models", "LangChainLanguageModel": "models", "LangChainVectorIndex": "models",
-    "PathRAGEmbeddings": "models",
+    "LangChainEmbedder": "adapters", "LangChainLanguageModel": "adapters", "LangChainVectorIndex": "adapters",
+    "PathRAGEmbeddings": "adapters",
     "ENTITY_SEARCH_TAG": "retrievers", "KEYWORDS_TAG": "retrievers", "PathRAGRetriever": "retrievers",
 }
 
@@ -27,8 +27,8 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .chains import PATHRAG_PROMPT, create_pathrag_chain, format_context, format_paths
+    from .adapters import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings
     from .indexer import EXTRACTION_TAG, PathRAGDocumentIndex, PathRAGIndexer, document_id
-    from .models import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings
     from .retrievers import ENTITY_SEARCH_TAG, KEYWORDS_TAG, PathRAGRetriever
 
 

@@ -48,7 +48,7 @@ from pathrag.indexing import STATE_FILE, DeleteSummary, embedder_name_of
 from pathrag.store import SQLiteVectorIndex
 from pathrag.tokens import count_tokens
 
-from .models import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings
+from .adapters import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings
 from .retrievers import PathRAGRetriever
 
 __all__ = ["DEFAULT_CHUNK_OVERLAP", "DEFAULT_CHUNK_SIZE", "EXTRACTION_TAG", "PathRAGDocumentIndex", "PathRAGIndexer",

@@ -40,7 +40,7 @@ from pathrag import (
     retrieve,
 )
 
-from .models import LangChainLanguageModel, LangChainVectorIndex
+from .adapters import LangChainLanguageModel, LangChainVectorIndex
 
 __all__ = ["KEYWORDS_TAG", "ENTITY_SEARCH_TAG", "PathRAGRetriever"]
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from langchain_pathrag import PathRAGEmbeddings, PathRAGIndexer
 from langchain_pathrag.cli import app
-from langchain_pathrag.cli_import import read_graph_documents
+from langchain_pathrag.cli.imports import read_graph_documents
 
 from .langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings
 

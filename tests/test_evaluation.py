@@ -550,7 +550,7 @@ def test_eval_with_a_questions_file_and_all_pairs(demo_store, tmp_path):
 
 
 def test_eval_uses_the_answer_and_judge_models_given(demo_store, tmp_path, monkeypatch):
-    from langchain_pathrag import cli as cli_module
+    from langchain_pathrag.cli import eval as cli_module
 
     offline = OfflineEvalModel()
     models: dict[str, Scripted] = {}
@@ -558,8 +558,8 @@ def test_eval_uses_the_answer_and_judge_models_given(demo_store, tmp_path, monke
     def language_model(chat):  # chat is what _chat_model returned: here, the model's name
         return models.setdefault(chat, Scripted(offline.complete, name=chat))
 
-    monkeypatch.setattr(cli_module, "_chat_model", lambda model: f"chat:{model}")
-    monkeypatch.setattr(cli_module, "_language_model", language_model)
+    monkeypatch.setattr(cli_module, "chat_model", lambda model: f"chat:{model}")
+    monkeypatch.setattr(cli_module, "language_model", language_model)
     result = cli("eval", "--store", demo_store, "--run-dir", tmp_path / "run", "-n", "2", "--users", "1",
                  "--tasks", "2", "--model", "small", "--judge-model", "big", "-c", "default", "-c", "pathrag-lt")
     assert result.exit_code == 0, result.output

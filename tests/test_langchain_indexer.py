@@ -180,7 +180,7 @@ def test_bad_input():
         without_llm.add_documents([HARBOUR])
 
 
-# -- the adapters of models.py ----------------------------------------------------------------------
+# -- the adapters of adapters.py ---------------------------------------------------------------------
 
 
 async def test_language_model_adapter_normalises_messages_and_text():

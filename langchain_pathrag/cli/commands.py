@@ -1,0 +1,339 @@
+"""The ``pathrag`` commands: ``index``, ``query``, ``paths``, ``delete``, ``stats`` and ``demo`` (``eval`` and
+``import`` live in :mod:`langchain_pathrag.cli.eval` and :mod:`langchain_pathrag.cli.imports`).
+
+The options shared by the commands (store, models, retrieval settings) are defined here once.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from pathrag import IndexConfig, PathRAGIndex, RetrievalResult
+from pathrag.context import DEFAULT_CONTEXT_TOKENS, answer_prompt, result_context
+from pathrag.demo import DEMO_PARAMS, ask_demo_question, load_corpus, load_questions, open_demo_index
+
+from .errors import CliError, CliGroup, one_line
+from .providers import (
+    DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_MODEL,
+    HASHING,
+    NO_KEY,
+    chat_model,
+    describe_chat_model,
+    describe_embeddings,
+    language_model,
+    replay_llm,
+)
+from .readers import read_documents
+from .rendering import (
+    approximate_tokens,
+    arrow,
+    as_json,
+    hop_summary,
+    print_paths,
+    print_question,
+    report,
+    subgraph,
+    to_html,
+    to_mermaid,
+    token_note,
+)
+from .store import WAIT, opened, read_meta, write_meta
+
+__all__ = [
+    "CONTEXT", "EMBEDDING_MODEL", "MAX_HOPS", "MODEL", "NUM_SEEDS", "REPLAY", "STORE", "THETA", "TOP_K",
+    "ContextKind", "Format", "app",
+]
+
+app = typer.Typer(
+    cls=CliGroup,
+    name="pathrag",
+    help="PathRAG from the command line: index documents into a knowledge graph, then retrieve the key "
+    "relational paths between the entities a question is about. Start with: pathrag demo",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _options(debug: bool = typer.Option(False, "--debug", help="Show the full traceback of an error.")) -> None:
+    """(``--debug`` is taken out of the arguments before parsing, so it works in any position.)"""
+
+
+# -- options -----------------------------------------------------------------------------------------
+
+STORE = typer.Option(..., "--store", "-s", help="The store directory (a PathRAG index).", show_default=False)
+MODEL = typer.Option(DEFAULT_MODEL, "--model", "-m", envvar="PATHRAG_MODEL",
+                     help="Chat model: PROVIDER:MODEL for any LangChain provider (openai:gpt-4o-mini, "
+                     "ollama:llama3.1, anthropic:...; needs its langchain-PROVIDER package), or a plain name "
+                     "of the OpenAI-compatible endpoint (needs OPENAI_API_KEY).")
+EMBEDDING_MODEL = typer.Option(
+    None, "--embedding-model", "-e", envvar="PATHRAG_EMBEDDING_MODEL", show_default=False,
+    help=f"Embedding model for a new store: a model of the endpoint (default {DEFAULT_EMBEDDING_MODEL} with "
+    "OPENAI_API_KEY), PROVIDER:MODEL for LangChain's init_embeddings (ollama:nomic-embed-text...), or "
+    "'hashing' (offline, the default without a key). An existing store keeps its own.")
+REPLAY = typer.Option(None, "--replay", hidden=True, exists=True,
+                      help="Folder with corpus/ and extractions/: replay recorded answers instead of a model.")
+TOP_K = typer.Option(15, "--top-k", "-k", min=1, help="Number of key paths.")
+NUM_SEEDS = typer.Option(40, "--num-seeds", min=1, help="Seed entities taken from the question's keywords.")
+MAX_HOPS = typer.Option(3, "--max-hops", min=1, help="Longest path, in relations.")
+THETA = typer.Option(0.05, "--theta", min=0.0, help="Pruning threshold of the flow (PathRAG's θ).")
+
+
+class ContextKind(str, Enum):
+    """What ``pathrag query`` puts in the prompt (``--context``)."""
+
+    evidence = "evidence"
+    paths = "paths"
+
+
+CONTEXT = typer.Option(ContextKind.evidence, "--context",
+                       help="evidence: source passages ranked with the flow, then the key paths (default); "
+                            "paths: the paper's paths-only context.")
+
+
+class Format(str, Enum):
+    """How ``pathrag paths`` shows the key paths (``--format``)."""
+
+    table = "table"
+    json = "json"
+    mermaid = "mermaid"
+    html = "html"
+
+
+# -- commands ----------------------------------------------------------------------------------------
+
+
+def _retrieve(index: PathRAGIndex, question: str, keyword_llm: bool, **params: Any) -> RetrievalResult:
+    try:
+        return index.retrieve(question, keyword_llm=keyword_llm, **params)
+    except (TypeError, ValueError) as exc:  # bad retrieval settings
+        raise CliError(str(exc), code=2) from exc
+
+
+@app.command()
+def index(
+    paths: list[Path] = typer.Argument(..., help="Files or folders (.txt, .md, .html, and .pdf with pypdf).",
+                                       show_default=False),
+    store: Path = STORE,
+    model: str = MODEL,
+    embedding_model: str | None = EMBEDDING_MODEL,
+    replay: Path | None = REPLAY,
+    wait: float = WAIT,
+) -> None:
+    """Extract entities and relations from documents into the store (re-running skips unchanged files)."""
+    llm = replay_llm(replay) or (language_model(chat) if (chat := chat_model(model)) else None)
+    if llm is None:
+        raise CliError(f"indexing extracts entities with a language model: {NO_KEY}")
+    docs = read_documents(paths)
+    # a replay miss is not transient: no retries with back-off
+    config = IndexConfig(show_progress=True, lock_timeout=wait, **({"max_attempts": 1} if replay else {}))
+    with opened(store, create=True, embedding_model=embedding_model, llm=llm, config=config) as idx:
+        summary = idx.insert(docs)
+        stats = idx.stats()
+    report(f"Indexed into {store}:", [
+        ("documents indexed", summary.documents), ("documents unchanged", summary.unchanged),
+        ("chunks", summary.chunks), ("chunks extracted", summary.chunks_extracted),
+        ("entities touched", summary.entities), ("relations touched", summary.relations),
+        ("LLM calls", summary.llm_calls), ("LLM cache hits", summary.cache_hits),
+        ("tokens (prompt + completion)", f"{summary.tokens:,}{token_note()}"),
+        ("store now holds", f"{stats['documents']:,} documents, {stats['entities']:,} entities, "
+                            f"{stats['relations']:,} relations"),
+    ])
+    for failure in summary.failures:
+        typer.echo(f"failed: chunk {failure.chunk_id} of {', '.join(failure.document_ids)}: "
+                   f"{one_line(failure.error, 300)}", err=True)
+    if summary.failures:
+        raise CliError(f"{len(summary.failures)} chunk(s) failed; run the same command again to retry them")
+
+
+@app.command()
+def query(
+    question: str = typer.Argument(..., help="The question.", show_default=False),
+    store: Path = STORE,
+    context_only: bool = typer.Option(False, "--context-only", help="Print the prompt that would be sent, "
+                                      "without calling a model."),
+    stream: bool = typer.Option(False, "--stream", help="Print the answer as it is generated."),
+    max_tokens: int = typer.Option(DEFAULT_CONTEXT_TOKENS, "--max-tokens", min=1,
+                                   help="Token budget of the context (least relevant evidence goes first)."),
+    context: ContextKind = CONTEXT,
+    model: str = MODEL,
+    embedding_model: str | None = EMBEDDING_MODEL,
+    top_k: int = TOP_K,
+    num_seeds: int = NUM_SEEDS,
+    max_hops: int = MAX_HOPS,
+    theta: float = THETA,
+    replay: Path | None = REPLAY,
+) -> None:
+    """Answer a question from the key paths and their passages (or, with --context-only, print the prompt)."""
+    chat = None if replay else chat_model(model)
+    if chat is None and not context_only:
+        raise CliError(f"answering needs a language model: {NO_KEY}, or add --context-only to print the "
+                       "prompt that would be sent")
+    llm = replay_llm(replay) or (language_model(chat) if chat else None)
+    with opened(store, embedding_model=embedding_model, llm=llm) as idx:
+        result = _retrieve(idx, question, llm is not None, top_k=top_k, num_seeds=num_seeds, max_hops=max_hops,
+                           theta=theta, context=context.value)
+    prompt = answer_prompt(result_context(result, max_tokens=max_tokens))
+    if context_only or chat is None or llm is None:
+        typer.echo(prompt)
+    elif stream:
+        for piece in chat.stream(prompt):
+            typer.echo(piece.text, nl=False)
+        typer.echo()
+    else:
+        typer.echo(llm.complete(prompt))  # the chat model, wrapped
+
+
+@app.command()
+def paths(
+    question: str = typer.Argument(..., help="The question.", show_default=False),
+    store: Path = STORE,
+    format: Format = typer.Option(Format.table, "--format", "-f",
+                                  help="table, json, mermaid (a Mermaid graph) or html (a self-contained picture)."),
+    model: str = MODEL,
+    embedding_model: str | None = EMBEDDING_MODEL,
+    top_k: int = TOP_K,
+    num_seeds: int = NUM_SEEDS,
+    max_hops: int = MAX_HOPS,
+    theta: float = THETA,
+    replay: Path | None = REPLAY,
+) -> None:
+    """Show the key paths for a question, with scores and hop counts (no model needed)."""
+    llm = replay_llm(replay) or (language_model(chat) if (chat := chat_model(model)) else None)
+    with opened(store, embedding_model=embedding_model, llm=llm) as idx:
+        result = _retrieve(idx, question, llm is not None, top_k=top_k, num_seeds=num_seeds, max_hops=max_hops,
+                           theta=theta, context="paths")  # this command shows the key paths themselves
+        graph = subgraph(idx, result)
+    if format is Format.json:
+        typer.echo(json.dumps(as_json(result), indent=2, ensure_ascii=False))
+    elif format is Format.mermaid:
+        typer.echo(to_mermaid(*graph))
+    elif format is Format.html:
+        typer.echo(to_html(result, *graph))
+    else:
+        print_paths(result)
+
+
+@app.command()
+def delete(
+    doc_ids: list[str] = typer.Argument(..., metavar="DOC_ID...", help="Document ids (see: pathrag stats).",
+                                        show_default=False),
+    store: Path = STORE,
+    model: str = MODEL,
+    wait: float = WAIT,
+) -> None:
+    """Remove documents; what only they supported leaves the graph."""
+    chat = chat_model(model)  # only needed to summarise a merged description never summarised before
+    with opened(store, llm=language_model(chat) if chat else None, config=IndexConfig(lock_timeout=wait)) as idx:
+        missing = [d for d in dict.fromkeys(doc_ids) if d not in idx.documents]
+        if missing:
+            known = ", ".join(sorted(idx.documents)[:5]) or "none"
+            raise CliError(f"no document {', '.join(map(repr, missing))} in {store} (documents: {known}"
+                           f"{', …' if len(idx.documents) > 5 else ''})")
+        summary = idx.delete(doc_ids)
+        stats = idx.stats()
+    report(f"Deleted from {store}:", [
+        ("documents deleted", summary.documents), ("chunks released", summary.chunks),
+        ("entities removed", summary.entities_removed), ("entities updated", summary.entities_updated),
+        ("relations removed", summary.relations_removed), ("relations updated", summary.relations_updated),
+        ("store now holds", f"{stats['documents']:,} documents, {stats['entities']:,} entities, "
+                            f"{stats['relations']:,} relations"),
+    ])
+
+
+@app.command()
+def stats(store: Path = STORE, check: bool = typer.Option(
+        False, "--check", help="Also check that documents, chunks, graph and vectors agree (exit 1 if not).")) -> None:
+    """Count entities, relations, chunks and documents, and summarise node degrees."""
+    meta = read_meta(store)
+    with opened(store) as idx:
+        problems = idx.check() if check else []
+        counts = idx.stats()
+        names = [e.name for e in idx.graph.iter_entities()]  # type: ignore[attr-defined]
+        degree = {n: hood.degree for n, hood in idx.graph.neighborhoods(dict.fromkeys(names, 0)).items()}
+        documents = {doc_id: len(doc["chunks"]) for doc_id, doc in sorted(idx.documents.items())}
+    rows: list[tuple[str, Any]] = [
+        ("documents", counts["documents"]), ("chunks", counts["chunks"]), ("entities", counts["entities"]),
+        ("relations", counts["relations"]), ("embeddings", describe_embeddings(meta["embeddings"]) if meta else "?")]
+    if counts.get("imports"):  # documents made by `pathrag import` or the importers: records, not chunks
+        rows[1:1] = [("imports", counts["imports"]), ("imported records", counts["records"])]
+    if degree:
+        values = sorted(degree.values())
+        hubs = sorted(degree.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
+        rows += [("degree min / median / mean / max",
+                  f"{values[0]} / {statistics.median(values):g} / {statistics.fmean(values):.1f} / {values[-1]}"),
+                 ("isolated entities", sum(v == 0 for v in values)),
+                 ("hubs", ", ".join(f"{n} ({d})" for n, d in hubs))]
+    report(f"Store {store}:", rows)
+    if documents:
+        report("Documents (id: chunks):", list(documents.items())[:50])
+        if len(documents) > 50:
+            typer.echo(f"  … and {len(documents) - 50} more")
+    if check:
+        if problems:
+            raise CliError(f"the store {store} is inconsistent: {'; '.join(problems)} (rebuild it: index the "
+                           "documents into a new --store)")
+        typer.echo("Check: documents, chunks, entities, relations and vectors agree.")
+
+
+@app.command()
+def demo(
+    store: Path | None = typer.Option(None, "--store", "-s", show_default=False,
+                                      help="Keep the demo index in this directory (then try `pathrag paths`)."),
+    show_prompts: bool = typer.Option(True, "--prompts/--no-prompts", help="Print the exact prompt of each question."),
+    model: str = MODEL,
+) -> None:
+    """Index a small fictional corpus with recorded extraction answers and answer three questions (no key needed)."""
+    started = time.perf_counter()
+    docs = load_corpus()
+    words = sum(len(d.text.split()) for d in docs)
+    chat = chat_model(model)
+    if store is not None:
+        meta = read_meta(store)
+        if meta and meta.get("embeddings") != HASHING:
+            raise CliError(f"the store {store} uses other embeddings than the demo's; choose another --store")
+        write_meta(store, HASHING)
+    typer.echo(f"PathRAG demo: {len(docs)} fictional documents about the harbour town of Lowmarrow "
+               f"({words:,} words), indexed through the real pipeline with recorded extraction answers.")
+    typer.echo(f"Embeddings: {describe_embeddings(HASHING)}. Answers: "
+               + (f"{describe_chat_model(model)}." if chat else "none (set OPENAI_API_KEY to have a model answer)."))
+    typer.echo(f"Retrieval: {DEMO_PARAMS.num_seeds} seeds per question, θ = {DEMO_PARAMS.theta}, "
+               f"top {DEMO_PARAMS.top_k} paths, at most {DEMO_PARAMS.max_hops} hops.")
+    if approximate_tokens():
+        typer.echo("Token counts are approximate: tiktoken's encoding cannot be downloaded offline.")
+    typer.echo("")
+
+    answer_llm = language_model(chat) if chat else None
+    index, summary = open_demo_index(store)
+    try:
+        counts = index.stats()
+        typer.echo(f"Indexed {summary.documents} documents ({summary.chunks} chunks): {counts['entities']} entities, "
+                   f"{counts['relations']} relations from {summary.llm_calls} replayed LLM calls "
+                   f"({summary.tokens:,} tokens) "
+                   f"in {time.perf_counter() - started:.1f} s.\n")
+        runs = []
+        for number, question in enumerate(load_questions(), 1):
+            runs.append(ask_demo_question(index, question, answer_llm=answer_llm))
+            print_question(number, runs[-1], show_prompts)
+    finally:
+        index.close()
+    found = sum(q.rank_of(q.question.expected_path) is not None for q in runs)
+    typer.echo(f"Done in {time.perf_counter() - started:.1f} s: the reference path of {found} of "
+               f"{len(runs)} questions is among the key paths.")
+    if store is not None:
+        typer.echo(f"The demo index is kept in {store}; try:\n  pathrag paths \"{runs[0].question.question}\" "
+                   f"--store {store} --num-seeds {DEMO_PARAMS.num_seeds} --theta {DEMO_PARAMS.theta} "
+                   "--format html > demo.html")
+    typer.echo("Next, your own documents (extraction needs OPENAI_API_KEY; retrieval does not):\n"
+               "  pathrag index ./my-docs --store ./my-store\n"
+               "  pathrag paths \"How is A connected to B?\" --store ./my-store --format html > paths.html\n"
+               "  pathrag query \"How is A connected to B?\" --store ./my-store")

@@ -1,0 +1,112 @@
+"""Opening stores from the command line.
+
+A store is a :class:`~pathrag.PathRAGIndex` directory: its ``pathrag.sqlite`` records the embeddings it
+was built with (and the pathrag version), so that any store, whoever made it, opens here and a later
+command cannot query it with different embeddings. A store of the older JSON format (with ``cli.json``)
+is migrated on first open. A store another process is writing is a one-line error unless ``--wait``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import typer
+
+import pathrag
+from pathrag import IndexConfig, PathRAGIndex
+from pathrag.store import LEGACY_FILES, STORE_FILE, StoreError, StoreLocked, read_store_info, write_store_info
+
+from .errors import CliError, one_line
+from .providers import describe_embeddings, embedder, embedding_spec
+
+__all__ = ["STORE_META", "WAIT", "locked_error", "open_store", "opened", "read_meta", "write_meta"]
+
+STORE_META = "cli.json"  # the JSON format's record of the embeddings (migrated into the store)
+
+WAIT = typer.Option(0.0, "--wait", min=0, metavar="SECONDS",
+                    help="Wait up to SECONDS for another process writing the store (0: fail at once).")
+
+
+def read_meta(store: Path) -> dict[str, Any] | None:
+    """``{"embeddings": spec}`` as the store records it; ``{}`` if it does not say; ``None``: no store yet."""
+    if not store.exists():
+        return None
+    if not store.is_dir():
+        raise CliError(f"{store} is a file, not a pathrag store directory")
+    try:
+        info = read_store_info(store)
+    except StoreError as exc:
+        raise CliError(one_line(str(exc))) from exc
+    if info is not None:
+        return {"embeddings": info["embedder"]} if info.get("embedder") else {}
+    meta = store / STORE_META  # a store of the JSON format, migrated when opened
+    if not meta.exists():
+        if any(p.name in LEGACY_FILES for p in store.iterdir()):
+            return {}
+        if any(store.iterdir()):
+            raise CliError(f"{store} is not a store made by the pathrag command (no {STORE_FILE})")
+        return None
+    try:
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) and isinstance(data.get("embeddings"), str) else {}
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot read {meta}: {exc}") from exc
+
+
+def open_store(store: Path, *, create: bool = False, embedding_model: str | None = None,
+               llm: pathrag.LanguageModel | None = None, config: IndexConfig | None = None) -> PathRAGIndex:
+    """Open (or, with ``create``, start) a store, refusing embeddings other than the ones it was built with."""
+    meta = read_meta(store)
+    if meta is None and not create:
+        raise CliError(f"no pathrag store at {store} (build one with: pathrag index PATH --store {store})")
+    if meta == {}:
+        raise CliError(f"the store {store} does not say which embeddings it uses (a store made by the library "
+                       "with an embedder of its own: open it from Python)")
+    spec = meta["embeddings"] if meta else embedding_spec(embedding_model)
+    if meta and embedding_model is not None and embedding_spec(embedding_model) != spec:
+        raise CliError(f"the store {store} was built with the embeddings {describe_embeddings(spec)}, not "
+                       f"{describe_embeddings(embedding_spec(embedding_model))}; use another --store to switch")
+    vectors = embedder(spec, store)
+    # the one-line note of a JSON-format store's migration goes to stderr, whatever logging is set up
+    note = logging.StreamHandler(sys.stderr)
+    note.setFormatter(logging.Formatter("%(message)s"))
+    note.setLevel(logging.WARNING)
+    store_log = logging.getLogger("pathrag.store")
+    store_log.addHandler(note)
+    try:  # the store records the embeddings (and refuses others) itself
+        return PathRAGIndex(store, llm=llm, embedder=vectors, config=config, embedder_name=spec)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot open the store {store}: {one_line(str(exc))}") from exc
+    finally:
+        store_log.removeHandler(note)
+
+
+def write_meta(store: Path, spec: str) -> None:
+    """Create the store (if needed) recording its embeddings."""
+    try:
+        write_store_info(store, embedder=spec, pathrag_version=pathrag.__version__)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"cannot write the store {store}: {one_line(str(exc))}") from exc
+
+
+def locked_error(exc: StoreLocked) -> CliError:
+    """The one-line error for a store another process is writing, saying how to wait from the command line."""
+    return CliError(str(exc).split(": wait for it")[0] + ": wait for it to finish, or add --wait SECONDS")
+
+
+@contextmanager
+def opened(store: Path, **kwargs: Any) -> Iterator[PathRAGIndex]:
+    """:func:`open_store` for the length of a ``with`` block, then closed."""
+    index = open_store(store, **kwargs)
+    try:
+        yield index
+    except StoreLocked as exc:  # another process is writing: say how to wait from the command line
+        raise locked_error(exc) from exc
+    finally:
+        index.close()
