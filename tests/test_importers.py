@@ -335,3 +335,37 @@ def test_imported_records_survive_later_inserts_and_go_with_their_document():
     assert again.entities == 5 and index.graph.get_entities(["MARA"])["MARA"] == imported  # replaced, not doubled
     index.delete(["import:harbour"])
     assert index.graph.get_entities(["MARA"]) == {} and len(index.entity_index) == 0
+
+
+class BreakingEmbedder(HashingEmbedder):
+    """Embeds until it is told to break: a commit that fails half-way."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.broken = False
+
+    def embed(self, texts):
+        if self.broken and any(not t.startswith("Mara") for t in texts):  # the passages pass, the records fail
+            raise RuntimeError("embedding service down")
+        return super().embed(texts)
+
+
+@pytest.mark.parametrize("where", ["directory", "memory"])
+def test_an_import_into_an_index_is_one_commit_or_nothing(tmp_path: Path, where: str) -> None:
+    embedder = BreakingEmbedder()
+    index = PathRAGIndex(tmp_path / "kb" if where == "directory" else None, embedder=embedder)
+    embedder.broken = True
+    with pytest.raises(RuntimeError, match="embedding service down"):
+        import_lightrag(LIGHTRAG, index, document_id="lr")
+    # rolled back: no passage without its records, and no document that a retry would take as unchanged
+    assert (len(index.chunk_index), len(index.entity_index), index.documents.get("lr"), len(index.graph)) == \
+        (0, 0, None, 0)
+    if where == "directory":
+        assert index._store.commit_count() == 0
+    embedder.broken = False
+    summary = import_lightrag(LIGHTRAG, index, document_id="lr")
+    assert summary.chunks == 2 and len(index.chunk_index) == 2 and len(index.entity_index) == 5
+    if where == "directory":
+        assert index._store.commit_count() == 1  # passages, records and vectors: one commit
+    with pytest.raises(ValueError, match="its own vector indexes"):
+        import_lightrag(LIGHTRAG, index, chunk_index=InMemoryVectorIndex(HashingEmbedder(64)))

@@ -25,13 +25,14 @@ def show(capsys: pytest.CaptureFixture[str], text: str) -> None:
         print(f"\n{text}")
 
 
-def test_load_readers_and_asyncio_tasks_see_only_committed_states(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("where", ["directory", "memory"])
+def test_load_readers_and_asyncio_tasks_see_only_committed_states(tmp_path: Path, capsys, where: str) -> None:
     seconds = float(os.environ.get("PATHRAG_RELIABILITY_SECONDS", "3"))
-    report = kit.run_load(tmp_path / "kb", seconds, readers=4, tasks=4, seed=12)
+    report = kit.run_load(tmp_path / "kb" if where == "directory" else None, seconds, readers=4, tasks=4, seed=12)
     assert report.errors == 0, report.first_error
     assert report.inconsistent == 0  # each result equals the answer of a state committed around the read
     assert report.writes >= 2 and report.queries > report.writes  # reads did overlap writes
-    show(capsys, f"load, {seconds:g} s: 4 threads + 4 asyncio tasks: {report.queries} retrievals during "
+    show(capsys, f"load ({where}), {seconds:g} s: 4 threads + 4 asyncio tasks: {report.queries} retrievals during "
                  f"{report.writes} commits, {report.errors} errors, {report.inconsistent} results of no committed state")
 
 

@@ -321,3 +321,22 @@ def test_a_format_1_store_that_cannot_be_upgraded_still_answers(tmp_path: Path, 
     reader = open_index(tmp_path)
     assert db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == ("1",)
     assert (paths(reader), vector_texts(reader)) == (before, before_texts)
+
+
+@pytest.mark.parametrize("fail_on", [2, 3])
+def test_an_in_memory_commit_that_fails_half_way_leaves_the_index_as_before(fail_on: int) -> None:
+    llm, embedder = ScriptedLLM(), FailingEmbedder(10**9)
+    index = PathRAGIndex(llm=llm, embedder=embedder, config=IndexConfig(summary_threshold_tokens=5))
+    index.insert(DOCS[:2])
+    before = contents(index)
+    graph = index.graph
+    embedder.calls, embedder.fail_on = 0, fail_on
+    with pytest.raises(RuntimeError, match="embedding service down"):
+        index.insert(DOCS[2:])
+    assert contents(index) == before and index.graph is graph  # rolled back in place
+    calls = llm.calls
+    index.insert(DOCS[2:])  # not mistaken for unchanged, and the extraction is not paid again
+    assert llm.calls == calls
+    clean = PathRAGIndex(llm=ScriptedLLM(), embedder=HashingEmbedder(256), config=IndexConfig(summary_threshold_tokens=5))
+    clean.insert(DOCS)
+    assert contents(index) == contents(clean)

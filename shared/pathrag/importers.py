@@ -92,7 +92,7 @@ import numpy as np
 
 from .extraction import _clean_text, _keywords, normalize_name, normalize_type
 from .graph import GraphStore
-from .indexing import PathRAGIndex, chunk_id, chunk_metadata, entity_vector_id, entity_vector_item, relation_vector_id, relation_vector_item
+from .indexing import PathRAGIndex, aput_vectors, chunk_id, run_sync, chunk_metadata, entity_vector_id, entity_vector_item, relation_vector_id, relation_vector_item
 from .merging import join_descriptions, merge_entity, merge_relation, relation_key
 from .models import Entity, Relation
 from .vectors import VectorIndex, VectorItem
@@ -106,7 +106,6 @@ LIGHTRAG_DOCS = "kv_store_full_docs.json"
 LIGHTRAG_VECTORS = {"entities": "vdb_entities.json", "relations": "vdb_relationships.json", "chunks": "vdb_chunks.json"}
 STRUCTURAL_RELATIONS = frozenset({"SOURCE", "NEXT", "PREVIOUS", "PARENT", "CHILD", "MENTIONS"})
 _UNTYPED = frozenset({"node", "entity", "unknown"})  # the other tools' "no type" markers
-_BATCH = 256  # vector items per upsert: keeps each embedding request a sensible size
 
 
 @dataclass
@@ -136,9 +135,10 @@ class _Target:
            relation_index: VectorIndex | None, chunk_index: VectorIndex | None) -> _Target:
         given = {"entities": entity_index, "relations": relation_index, "chunks": chunk_index}
         if isinstance(store, PathRAGIndex):
-            return cls(store.graph, store.config.directed_relations,
-                       {name: index if index is not None else store.vector_indexes[name]
-                        for name, index in given.items()}, store)
+            if any(index is not None and index is not store.vector_indexes[name] for name, index in given.items()):
+                raise ValueError("a PathRAGIndex imports into its own vector indexes: pass no entity_index, "
+                                 "relation_index or chunk_index with it")
+            return cls(store.graph, store.config.directed_relations, dict(store.vector_indexes), store)
         if not isinstance(store, GraphStore):
             raise TypeError(f"expected a pathrag GraphStore or PathRAGIndex to import into, got {type(store).__name__}")
         return cls(store, bool(getattr(store, "directed_relations", False)), given)
@@ -215,21 +215,21 @@ class _Collector:
             "chunks": [VectorItem(cid, text, chunk_metadata(cid, mentions.get(cid, ())))
                        for cid, text in self.chunks.items()],
         }
-        for name, index in indexes.items():
-            if index is None:
-                continue
-            known = (vectors or {}).get(name, {})
-            if target.index is not None and name != "chunks":
-                # the index embeds what it rebuilds; here only the vectors to reuse go in first,
-                # so that the rebuild finds those items unchanged and does not embed them again
-                summary.vectors_reused += _upsert(index, [i for i in items[name] if i.id in known], known)
-            else:
-                summary.vectors_reused += _upsert(index, items[name], known)
+        vectors = vectors or {}
         if target.index is not None:
+            # the index embeds what it rebuilds: only the vectors to reuse go in with the records (so that
+            # the rebuild finds those items unchanged), and the passages; all in the records' one commit
+            put = {name: items[name] if name == "chunks" else [i for i in items[name] if i.id in vectors.get(name, {})]
+                   for name, index in indexes.items() if index is not None}
             bare = [Entity(name=n, source_ids=endpoint_sources[n]) for n in endpoint_sources if n not in self.entities]
             target.index.add_records(document_id, [*(e for rs in self.entities.values() for e in rs), *bare],
-                                     [r for rs in self.relations.values() for r in rs])
+                                     [r for rs in self.relations.values() for r in rs], vector_items=put,
+                                     vectors=vectors)
+            summary.vectors_reused += sum(i.id in vectors.get(name, {}) for name, got in put.items() for i in got)
         else:
+            for name, index in indexes.items():
+                if index is not None:
+                    summary.vectors_reused += run_sync(aput_vectors(index, items[name], vectors.get(name, {})))
             graph.upsert_entities(entities)
             graph.upsert_relations(relations)
         summary.entities, summary.relations, summary.chunks = len(entities), len(relations), len(self.chunks)
@@ -545,18 +545,3 @@ def _lightrag_vectors(root: Path, target: _Target) -> dict[str, dict[str, np.nda
                 vectors.setdefault(item_id, vector)
         found[name] = vectors
     return found
-
-
-def _upsert(index: VectorIndex, items: Sequence[VectorItem], vectors: Mapping[str, Sequence[float]]) -> int:
-    """Upsert in batches: items with a known vector without embedding; returns how many reused one."""
-    known = [item for item in items if item.id in vectors]
-    fresh = [item for item in items if item.id not in vectors]
-    for start in range(0, len(known), _BATCH):
-        batch = known[start : start + _BATCH]
-        batch_vectors = [list(map(float, vectors[item.id])) for item in batch]
-        if not hasattr(index, "upsert_vectors"):
-            raise TypeError(f"reuse_vectors needs a vector index with upsert_vectors(), not {type(index).__name__}")
-        index.upsert_vectors(batch, batch_vectors)
-    for start in range(0, len(fresh), _BATCH):
-        index.upsert(fresh[start : start + _BATCH])
-    return len(known)

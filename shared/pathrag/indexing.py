@@ -84,6 +84,7 @@ __all__ = [
     "entity_vector_item",
     "relation_vector_id",
     "relation_vector_item",
+    "aput_vectors",
     "run_sync",
 ]
 
@@ -305,6 +306,9 @@ class PathRAGIndex:
         self._reset_tables()
         self._dirty_documents: set[str] = set()
         self._seen_commit = -1  # the store's commit counter when the tables above were loaded or written
+        # Without a store: commits so far (odd while one runs) and, while one runs, a copy of the graph and
+        # vector indexes as they were before it, for readers (see _committing and aread_committed).
+        self._read_state: tuple[int, _Frozen | None] = (0, None)
         self._writer_lock = WriterLock(self.directory) if store is not None else None  # type: ignore[arg-type]
         self.summaries = _Table(store, "summaries", "text")  # apart from the optional cache: deletes must not pay
         self._cache = _Table(store, "llm_cache", "answer", packed=True)  # kept compressed: rarely read
@@ -365,9 +369,23 @@ class PathRAGIndex:
 
     @contextlib.contextmanager
     def _committing(self) -> Any:
-        """The span of one commit: one store transaction; on failure the in-memory tables are reloaded."""
+        """The span of one commit: one store transaction; on failure the in-memory tables are reloaded.
+
+        Without a store, a copy of the graph, vector indexes and tables as they were before the commit is
+        what readers get for as long as it runs (see :meth:`aread_committed`), and what a failed commit
+        returns to."""
         if self._store is None:
-            yield
+            version = self._read_state[0]
+            before = self._frozen()
+            tables = self._table_copies()
+            self._read_state = (version + 1, before)
+            try:
+                yield
+            except BaseException:
+                self._roll_back(before, tables)
+                raise
+            finally:
+                self._read_state = (version + 2, None)
             return
         self._dirty_documents = set()
         try:
@@ -447,7 +465,13 @@ class PathRAGIndex:
         return run_sync(self.adelete(document_ids))
 
     async def aadd_records(
-        self, document_id: str, entities: Sequence[Entity], relations: Sequence[Relation]
+        self,
+        document_id: str,
+        entities: Sequence[Entity],
+        relations: Sequence[Relation],
+        *,
+        vector_items: Mapping[str, Sequence[VectorItem]] | None = None,
+        vectors: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
     ) -> InsertSummary:
         """Add records extracted elsewhere (an imported graph, say) as document ``document_id``, without LLM.
 
@@ -456,13 +480,28 @@ class PathRAGIndex:
         Names are used as given: pass them through :func:`pathrag.extraction.normalize_name` to merge with
         extracted ones (the importers do).
 
+        Args:
+            document_id: the id the records are kept (and deleted) under.
+            entities: entity records; several of one name merge.
+            relations: relation records; several of one pair merge.
+            vector_items: index name (``"entities"``, ``"relations"``, ``"chunks"``) -> items written in the
+                same commit, before the records are merged: the passages an importer brings, or items
+                whose vectors are reused (see ``vectors``).
+            vectors: index name -> item id -> a vector to store as given instead of embedding the item.
+
         Raises:
             pathrag.extraction.EntityNameError: a name no store can hold (nothing is written).
+            TypeError: ``vectors`` for an index without ``upsert_vectors`` (nothing is written).
         """
         if not isinstance(document_id, str) or not document_id.strip():
             raise ValueError("document_id must be a non-empty string")
         for name in [e.name for e in entities] + [n for r in relations for n in r.pair]:
             check_name(name)  # refused up front (as the graph stores would), never renamed
+        vector_items, vectors = vector_items or {}, vectors or {}
+        for name, known in vectors.items():
+            if known and not hasattr(self.vector_indexes[name], "upsert_vectors"):
+                raise TypeError(f"reusing vectors needs a vector index with upsert_vectors(), not "
+                                f"{type(self.vector_indexes[name]).__name__}")
         async with self._writing():
             entity_rows = [e.model_dump(mode="json") for e in entities]
             relation_rows = [r.model_dump(mode="json") for r in relations]
@@ -479,33 +518,112 @@ class PathRAGIndex:
                 self._set_document(document_id, {"hash": content, "chunks": [cid], "metadata": {"records": True},
                                                  "failed": []})
                 released.discard(cid)
+                for name, items in vector_items.items():
+                    await aput_vectors(self.vector_indexes[name], items, vectors.get(name, {}))
                 rebuilt = await self._rebuild([cid, *sorted(released)], run)
                 await self._sync_chunk_vectors([], released)
             return InsertSummary(documents=1, chunks=1, entities=len(rebuilt.entities),
                                  relations=len(rebuilt.relations), llm_calls=run.calls)
 
-    def add_records(self, document_id: str, entities: Sequence[Entity], relations: Sequence[Relation]) -> InsertSummary:
+    def add_records(self, document_id: str, entities: Sequence[Entity], relations: Sequence[Relation],
+                    **vector_items_and_vectors: Any) -> InsertSummary:
         """Sync twin of :meth:`aadd_records`."""
-        return run_sync(self.aadd_records(document_id, entities, relations))
+        return run_sync(self.aadd_records(document_id, entities, relations, **vector_items_and_vectors))
 
     def retrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
         """Key paths and source passages for ``query`` from this index (see :func:`pathrag.retrieval.retrieve`).
 
-        The index's LLM extracts the query keywords unless ``keyword_llm=False``.
+        The index's LLM extracts the query keywords unless ``keyword_llm=False``. The answer comes from one
+        committed state, whatever writes run meanwhile (see :meth:`aread_committed`).
         """
-        with self._read_snapshot():
-            return retrieve(query, graph=self.graph, entity_index=self.entity_index, passage_index=self.chunk_index,
-                            llm=self.llm if keyword_llm else None, **params)
+        return self.read_committed(lambda graph, indexes: retrieve(
+            query, graph=graph, entity_index=indexes["entities"], passage_index=indexes["chunks"],
+            llm=self.llm if keyword_llm else None, **params))
 
     async def aretrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
         """Async twin of :meth:`retrieve`."""
-        with self._read_snapshot():
-            return await aretrieve(query, graph=self.graph, entity_index=self.entity_index,
-                                   passage_index=self.chunk_index, llm=self.llm if keyword_llm else None, **params)
+        return await self.aread_committed(lambda graph, indexes: aretrieve(
+            query, graph=graph, entity_index=indexes["entities"], passage_index=indexes["chunks"],
+            llm=self.llm if keyword_llm else None, **params))
 
-    def _read_snapshot(self) -> contextlib.AbstractContextManager[None]:
-        """One committed state for a whole retrieval, while writes go on (a no-op without a store)."""
-        return self._store.snapshot() if self._store is not None else contextlib.nullcontext()
+    async def aread_committed(self, read: Callable[[GraphStore, Mapping[str, VectorIndex]], Awaitable[T]]) -> T:
+        """``await read(graph, vector_indexes)`` on one committed state of the index, while writes go on.
+
+        With a directory, the reads share one SQLite read transaction: the last commit before the first
+        read. Without one, a read that overlaps a commit gets a copy of the graph and vector indexes made
+        when the commit began; a read that began before a commit and outlived its start is run again (the
+        state it saw may be half written). Readers never wait for a writer. A graph or vector index you
+        passed in yourself is read as it is (no copy): its own store decides what a read sees.
+        """
+        if self._store is not None:
+            with self._store.snapshot():
+                return await read(self.graph, self.vector_indexes)
+        while True:
+            seen = self._read_state
+            try:
+                result = await read(*self._state(seen))
+            except Exception:
+                if self._overtaken(seen):
+                    continue  # it read a commit half written: read again
+                raise
+            if not self._overtaken(seen):
+                return result
+
+    def read_committed(self, read: Callable[[GraphStore, Mapping[str, VectorIndex]], T]) -> T:
+        """Sync twin of :meth:`aread_committed`.
+
+        >>> from pathrag import HashingEmbedder
+        >>> index = PathRAGIndex(embedder=HashingEmbedder(64))
+        >>> index.read_committed(lambda graph, indexes: len(indexes["chunks"]))
+        0
+        """
+        if self._store is not None:
+            with self._store.snapshot():
+                return read(self.graph, self.vector_indexes)
+        while True:
+            seen = self._read_state
+            try:
+                result = read(*self._state(seen))
+            except Exception:
+                if self._overtaken(seen):
+                    continue
+                raise
+            if not self._overtaken(seen):
+                return result
+
+    def _state(self, seen: tuple[int, _Frozen | None]) -> _Frozen:
+        return seen[1] or (self.graph, self.vector_indexes)
+
+    def _overtaken(self, seen: tuple[int, _Frozen | None]) -> bool:
+        """Whether a read of the live objects (no copy) overlapped the start of a commit."""
+        return seen[1] is None and self._read_state[0] != seen[0]
+
+    def _table_copies(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, set[str]]]:
+        """The in-memory document, chunk and mention tables, copied deep enough for a commit to change."""
+        chunks = {cid: {**chunk, "refs": dict(chunk["refs"])} for cid, chunk in self.chunks.items()}
+        return dict(self.documents), chunks, {name: set(ids) for name, ids in self._mentions.items()}
+
+    def _roll_back(self, before: _Frozen, tables: tuple[dict[str, Any], dict[str, Any], dict[str, set[str]]]) -> None:
+        """Return an in-memory index to ``before`` (copied again: readers may still hold ``before``)."""
+        graph, indexes = before
+        if graph is not self.graph and isinstance(self.graph, NetworkXGraphStore):
+            self.graph.graph = graph.graph.copy()  # type: ignore[attr-defined]
+        for name, index in self.vector_indexes.items():
+            if isinstance(index, InMemoryVectorIndex) and isinstance(indexes[name], InMemoryVectorIndex):
+                index.restore(indexes[name])  # type: ignore[arg-type]
+        documents, chunks, self._mentions = tables
+        self._documents, self._chunks = _LazyRows(), _LazyRows()
+        self._documents.update(documents)
+        self._chunks.update(chunks)
+
+    def _frozen(self) -> _Frozen:
+        """The graph and vector indexes as they are now, copied where this index owns them in memory (the
+        graph as one networkx copy; vector indexes by their dicts, no vector copied)."""
+        graph = self.graph
+        if self._owns_graph and isinstance(graph, NetworkXGraphStore):
+            graph = NetworkXGraphStore(graph.graph.copy(), directed_relations=graph.directed_relations)
+        return graph, {name: index.copy() if isinstance(index, InMemoryVectorIndex) else index
+                       for name, index in self.vector_indexes.items()}
 
     def save(self, directory: str | os.PathLike[str] | None = None) -> None:
         """Write a complete copy to ``directory`` atomically (default: the index's own directory).
@@ -984,6 +1102,9 @@ def _cited(record_chunks: Iterable[Mapping[str, Any]]) -> set[str]:
             for sid in r.get("source_ids", ())}
 
 
+_Frozen = tuple[GraphStore, dict[str, VectorIndex]]
+
+
 class _LazyRows(MutableMapping[str, dict[str, Any]]):
     """Rows of a store table, fetched by key on first use and then kept with this process's changes;
     iterating fetches the rest. Without ``fetch`` it is a plain dict (an in-memory index)."""
@@ -1157,6 +1278,36 @@ def _as_documents(documents: Iterable[Document | str]) -> list[Document]:
         if doc.chunk_texts() or doc.id is not None:  # an emptied document with an id removes it
             out.append(doc)
     return out
+
+
+VECTOR_BATCH = 256
+"""Items per vector upsert: keeps each embedding request a sensible size."""
+
+
+async def aput_vectors(index: VectorIndex, items: Sequence[VectorItem],
+                       vectors: Mapping[str, Sequence[float]] | None = None) -> int:
+    """Upsert ``items``: those with a vector in ``vectors`` stored as given (no embedding), the rest
+    embedded, :data:`VECTOR_BATCH` at a time. Returns how many reused a vector.
+
+    >>> from pathrag import HashingEmbedder, InMemoryVectorIndex
+    >>> index = InMemoryVectorIndex(HashingEmbedder(8))
+    >>> asyncio.run(aput_vectors(index, [VectorItem("a", "x"), VectorItem("b", "y")], {"a": [1.0] * 8}))
+    1
+
+    Raises:
+        TypeError: ``vectors`` for an index without ``upsert_vectors``.
+    """
+    vectors = vectors or {}
+    known = [item for item in items if item.id in vectors]
+    fresh = [item for item in items if item.id not in vectors]
+    if known and not hasattr(index, "upsert_vectors"):
+        raise TypeError(f"reusing vectors needs a vector index with upsert_vectors(), not {type(index).__name__}")
+    for start in range(0, len(known), VECTOR_BATCH):
+        batch = known[start : start + VECTOR_BATCH]
+        index.upsert_vectors(batch, [list(map(float, vectors[item.id])) for item in batch])  # type: ignore[attr-defined]
+    for start in range(0, len(fresh), VECTOR_BATCH):
+        await index.aupsert(fresh[start : start + VECTOR_BATCH])
+    return len(known)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

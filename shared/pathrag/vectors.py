@@ -192,6 +192,17 @@ class InMemoryVectorIndex:
     def get(self, item_id: str) -> VectorItem | None:
         return self._items.get(item_id)
 
+    def copy(self) -> InMemoryVectorIndex:
+        """An independent copy sharing the (never modified) items and vectors: a few dict copies, no
+        vector copied. Changes to either index do not show in the other."""
+        twin = InMemoryVectorIndex(self.embedder)
+        twin.restore(self)
+        return twin
+
+    def restore(self, other: InMemoryVectorIndex) -> None:
+        """Hold what ``other`` holds (as :meth:`copy` does): how an index rolls back to a copy of itself."""
+        self._items, self._vectors, self._matrix = dict(other._items), dict(other._vectors), other._matrix
+
     def ids(self) -> list[str]:
         """Every item id, sorted."""
         return sorted(self._items)
