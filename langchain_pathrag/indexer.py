@@ -43,7 +43,7 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter, TextSplitte
 from pydantic import ConfigDict, Field
 
 import pathrag
-from pathrag import GraphStore, IndexConfig, InsertSummary, PathRAGIndex, VectorItem
+from pathrag import GraphStore, IndexConfig, InsertSummary, PathRAGIndex, RetrievalParams, VectorItem
 from pathrag.indexing import STATE_FILE, DeleteSummary, embedder_name_of
 from pathrag.store import SQLiteVectorIndex
 from pathrag.tokens import count_tokens
@@ -358,9 +358,7 @@ class PathRAGIndexer:
         Raises:
             ValueError: an unknown parameter, or one given twice with different values.
         """
-        return PathRAGRetriever(graph_store=self.index.graph, entity_index=self.index.entity_index,
-                                **{"llm": self.llm, "passage_index": self.index.chunk_index,
-                                   **_retriever_params(search_kwargs, params)})
+        return PathRAGRetriever(index=self.index, **{"llm": self.llm, **_retriever_params(search_kwargs, params)})
 
     def as_document_index(self, search_kwargs: Mapping[str, Any] | None = None,
                           **params: Any) -> PathRAGDocumentIndex:
@@ -450,14 +448,14 @@ def _text_documents(texts: Iterable[str], metadatas: Sequence[Mapping[str, Any]]
 
 
 # Parameters as_retriever fills in itself: a caller passing them is a mistake, not an override.
-_FIXED_RETRIEVER_FIELDS = frozenset({"graph_store", "entity_index"})
+_FIXED_RETRIEVER_FIELDS = frozenset({"graph_store", "entity_index", "passage_index", "index"})
 
 
 def _retriever_params(search_kwargs: Mapping[str, Any] | None, params: Mapping[str, Any]) -> dict[str, Any]:
     """Fold ``search_kwargs`` into the retriever's fields; ``k`` and ``top_k`` are one parameter."""
     if search_kwargs is not None and not isinstance(search_kwargs, Mapping):
         raise TypeError(f"search_kwargs must be a dict, got {type(search_kwargs).__name__}")
-    allowed = (set(PathRAGRetriever.model_fields) - _FIXED_RETRIEVER_FIELDS) | {"k"}
+    allowed = (set(PathRAGRetriever.model_fields) - _FIXED_RETRIEVER_FIELDS) | set(RetrievalParams.names()) | {"k"}
     merged: dict[str, Any] = {}
     for source in (dict(search_kwargs or {}), dict(params)):
         for name, value in source.items():

@@ -19,7 +19,8 @@ entities fill up (``metadata["kind"] == "entity"``). The work is the core's
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -27,10 +28,11 @@ from langchain_core.language_models import BaseLanguageModel
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.vectorstores import VectorStore
-from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from pathrag import (
     GraphStore,
+    PathRAGIndex,
     RetrievalParams,
     RetrievalResult,
     VectorHit,
@@ -48,7 +50,8 @@ __all__ = ["KEYWORDS_TAG", "ENTITY_SEARCH_TAG", "PathRAGRetriever"]
 KEYWORDS_TAG = "pathrag:keywords"
 ENTITY_SEARCH_TAG = "pathrag:entity_search"
 
-_DEFAULTS = RetrievalParams()
+T = TypeVar("T")
+_SETTINGS = frozenset(RetrievalParams.names())
 
 
 def _child_config(run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun,
@@ -85,10 +88,14 @@ class PathRAGRetriever(BaseRetriever):
     (a LangChain ``VectorStore`` or a :class:`pathrag.VectorIndex`) whose documents carry the entity
     name in ``metadata["name"]``.
 
-    ``top_k`` (alias ``k``) paths are returned, from ``num_seeds`` seed entities; ``alpha``, ``theta``,
-    ``max_hops``, ``paths_per_pair`` and ``directed`` tune the flow-based pruning (see the README).
-    ``invoke(query, k=...)`` overrides ``top_k`` for one call; any other of those parameters can be
-    overridden per call too. With ``llm``, high- and low-level keywords are extracted from the query
+    Its settings are one :class:`pathrag.RetrievalParams`, ``params``; any of its fields may also be
+    given by name (``PathRAGRetriever(..., top_k=5, theta=0.1)``, ``k`` for ``top_k``) and is folded
+    into ``params``. ``top_k`` paths are returned, from ``num_seeds`` seed entities; ``alpha``,
+    ``theta``, ``max_hops``, ``paths_per_pair`` and ``directed`` tune the flow-based pruning (see the
+    README). ``invoke(query, k=...)`` overrides ``top_k`` for one call; any other setting can be
+    overridden per call too. With ``index`` (a :class:`pathrag.PathRAGIndex`, as
+    :meth:`PathRAGIndexer.as_retriever` gives), the graph and indexes are the index's, and every
+    retrieval reads one committed state of it while documents are added or deleted. With ``llm``, high- and low-level keywords are extracted from the query
     first (a run tagged :data:`KEYWORDS_TAG`); without one, or when its answer is unusable, the query
     itself is the keyword. With ``passage_index`` (the indexer's chunk store) and ``context="evidence"``
     (the default), up to ``num_passages`` source passages ranked with the flow follow the paths;
@@ -102,23 +109,41 @@ class PathRAGRetriever(BaseRetriever):
 
     model_config = ConfigDict(extra="forbid")
 
-    graph_store: GraphStore = Field(exclude=True)
-    entity_index: VectorIndex = Field(exclude=True)
+    graph_store: GraphStore | None = Field(default=None, exclude=True)
+    entity_index: VectorIndex | None = Field(default=None, exclude=True)
     passage_index: VectorIndex | None = Field(default=None, exclude=True)
+    index: PathRAGIndex | None = Field(default=None, exclude=True)
     llm: BaseLanguageModel | None = Field(default=None, exclude=True)
-    top_k: int = Field(default=_DEFAULTS.top_k, validation_alias=AliasChoices("top_k", "k"))
-    num_seeds: int = _DEFAULTS.num_seeds
-    alpha: float = _DEFAULTS.alpha
-    theta: float = _DEFAULTS.theta
-    max_hops: int | None = _DEFAULTS.max_hops
-    paths_per_pair: int | None = _DEFAULTS.paths_per_pair
-    directed: bool = _DEFAULTS.directed
-    context: Literal["evidence", "paths"] = _DEFAULTS.context
-    num_passages: int = _DEFAULTS.num_passages
+    params: RetrievalParams = Field(default_factory=RetrievalParams)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_settings(cls, data: Any) -> Any:
+        """Settings given by name (and ``k``) go into ``params``: one place holds them all."""
+        if not isinstance(data, Mapping):
+            return data
+        data = dict(data)
+        named = {name: data.pop(name) for name in list(data) if name in _SETTINGS or name == "k"}
+        if named:
+            params = data.get("params") or RetrievalParams()
+            if not isinstance(params, RetrievalParams):
+                raise ValueError(f"params must be a pathrag.RetrievalParams, got {type(params).__name__}")
+            try:
+                data["params"] = params.override(**_overrides(named.pop("k", None), named))
+            except TypeError as exc:  # pydantic reports ValueErrors as validation errors
+                raise ValueError(str(exc)) from None
+        return data
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _SETTINGS:  # retriever.top_k reads params.top_k
+            return getattr(self.params, name)
+        return super().__getattr__(name)  # type: ignore[misc]
 
     @field_validator("graph_store", mode="before")
     @classmethod
-    def _graph(cls, value: Any) -> GraphStore:
+    def _graph(cls, value: Any) -> GraphStore | None:
+        if value is None:
+            return None
         try:
             return as_graph_store(value)
         except TypeError as exc:
@@ -136,33 +161,43 @@ class PathRAGRetriever(BaseRetriever):
         raise ValueError(f"expected a LangChain VectorStore or a pathrag.VectorIndex, got {type(value).__name__}")
 
     @model_validator(mode="after")
-    def _check_params(self) -> PathRAGRetriever:
-        self.params  # noqa: B018 - raises ValueError on a bad value, at construction
+    def _check_sources(self) -> PathRAGRetriever:
+        if self.index is None and (self.graph_store is None or self.entity_index is None):
+            raise ValueError("pass index=, or graph_store= and entity_index=")
         return self
 
-    @property
-    def params(self) -> RetrievalParams:
-        """The retrieval parameters as the core's :class:`pathrag.RetrievalParams`."""
-        return RetrievalParams(top_k=self.top_k, num_seeds=self.num_seeds, alpha=self.alpha, theta=self.theta,
-                               max_hops=self.max_hops, paths_per_pair=self.paths_per_pair, directed=self.directed,
-                               context=self.context, num_passages=self.num_passages)
+    def _sources(self, graph: GraphStore, indexes: Mapping[str, VectorIndex]) -> tuple[GraphStore, VectorIndex,
+                                                                                       VectorIndex | None]:
+        """What one retrieval reads: the index's state, unless a store was passed in its own right."""
+        return (self.graph_store or graph, self.entity_index or indexes["entities"],
+                self.passage_index or indexes.get("chunks"))
+
+    def _read(self, read: Callable[[GraphStore, VectorIndex, VectorIndex | None], T]) -> T:
+        if self.index is None:
+            return read(self.graph_store, self.entity_index, self.passage_index)  # type: ignore[arg-type]
+        return self.index.read_committed(lambda graph, indexes: read(*self._sources(graph, indexes)))
+
+    async def _aread(self, read: Callable[[GraphStore, VectorIndex, VectorIndex | None], Awaitable[T]]) -> T:
+        if self.index is None:
+            return await read(self.graph_store, self.entity_index, self.passage_index)  # type: ignore[arg-type]
+        return await self.index.aread_committed(lambda graph, indexes: read(*self._sources(graph, indexes)))
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
-        result = retrieve(
-            query, graph=self.graph_store, entity_index=_TracedIndex(self.entity_index, _child_config(  # type: ignore[arg-type]
-                run_manager, ENTITY_SEARCH_TAG)), passage_index=self.passage_index, llm=self._keyword_llm(run_manager),
-            params=self.params, **_overrides(k, kwargs))
+        params, llm = self.params.override(**_overrides(k, kwargs)), self._keyword_llm(run_manager)
+        result = self._read(lambda graph, entities, passages: retrieve(
+            query, graph=graph, entity_index=_TracedIndex(entities, _child_config(run_manager, ENTITY_SEARCH_TAG)),  # type: ignore[arg-type]
+            passage_index=passages, llm=llm, params=params))
         return _to_documents(result)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
-        result = await aretrieve(
-            query, graph=self.graph_store, entity_index=_TracedIndex(self.entity_index, _child_config(  # type: ignore[arg-type]
-                run_manager, ENTITY_SEARCH_TAG)), passage_index=self.passage_index, llm=self._keyword_llm(run_manager),
-            params=self.params, **_overrides(k, kwargs))
+        params, llm = self.params.override(**_overrides(k, kwargs)), self._keyword_llm(run_manager)
+        result = await self._aread(lambda graph, entities, passages: aretrieve(
+            query, graph=graph, entity_index=_TracedIndex(entities, _child_config(run_manager, ENTITY_SEARCH_TAG)),  # type: ignore[arg-type]
+            passage_index=passages, llm=llm, params=params))
         return _to_documents(result)
 
     def _keyword_llm(
@@ -174,7 +209,7 @@ class PathRAGRetriever(BaseRetriever):
 
 
 def _overrides(k: int | None, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Per-call parameters; the core rejects unknown names with a ``TypeError``."""
+    """Settings by name, ``k`` being ``top_k``; ``RetrievalParams.override`` rejects unknown names."""
     kwargs.pop("verbose", None)  # BaseRetriever.invoke's own flag, forwarded along with ours
     if k is not None:
         if "top_k" in kwargs:

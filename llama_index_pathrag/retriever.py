@@ -140,8 +140,8 @@ def _result_hits(result: VectorStoreQueryResult) -> list[VectorHit]:
 class PathRAGRetriever(BasePGRetriever):
     """Key paths between the entities a query is about, for ``PropertyGraphIndex`` (see the module doc).
 
-    ``params``: ``top_k`` (15), ``num_seeds`` (40), ``alpha`` (0.8), ``theta`` (0.05), ``max_hops`` (3),
-    ``paths_per_pair`` (None), ``directed`` (False), as in :class:`pathrag.RetrievalParams`.
+    ``params``: a :class:`pathrag.RetrievalParams` (default: the paper's settings); ``settings``: any of
+    its fields by name (``top_k=5``, ``theta=0.1``...), applied on top of it.
     ``ignore_relations``: relation labels never traversed (provenance by default). ``pushdown``: on
     LlamaIndex's FalkorDB and Neo4j stores, run each hop as one Cypher query
     (:class:`~llama_index_pathrag.graph.CypherPropertyGraphAdapter`; same results, far fewer rows
@@ -165,7 +165,8 @@ class PathRAGRetriever(BasePGRetriever):
         ignore_relations: Sequence[str] = tuple(DEFAULT_IGNORED_RELATIONS),
         pushdown: bool = True,
         callback_manager: CallbackManager | None = None,
-        **params: Any,
+        params: RetrievalParams | None = None,
+        **settings: Any,
     ) -> None:
         if not isinstance(graph_store, PropertyGraphStore):
             raise TypeError(f"graph_store must be a llama_index PropertyGraphStore, got {type(graph_store).__name__}")
@@ -174,10 +175,9 @@ class PathRAGRetriever(BasePGRetriever):
                 f"PathRAGRetriever picks seed entities by vector search, and {type(graph_store).__name__} has "
                 "none: pass vector_store= (with PropertyGraphIndex: vector_store=index.vector_store, which holds "
                 "the entity embeddings when embed_kg_nodes=True), or use PathRAGQueryEngine.from_index(index)")
-        unknown = set(params) - set(RetrievalParams.__dataclass_fields__)
-        if unknown:
-            raise TypeError(f"unknown PathRAGRetriever parameter(s): {', '.join(sorted(unknown))}")
-        self.params = RetrievalParams(**params)
+        if params is not None and not isinstance(params, RetrievalParams):
+            raise TypeError(f"params must be a pathrag.RetrievalParams, got {type(params).__name__}")
+        self.params = (params or RetrievalParams()).override(**settings)
         self.ignore_relations = tuple(ignore_relations)
         self.pushdown = pushdown
         self._seeds = _EntitySeeds(graph_store, vector_store, embed_model)

@@ -161,7 +161,7 @@ def test_bad_input():
         PathRAGRetriever(store)
     with pytest.raises(TypeError, match="PropertyGraphStore"):
         PathRAGRetriever(reference_graph(), vector_store=vectors)
-    with pytest.raises(TypeError, match="unknown PathRAGRetriever parameter.*top_n"):
+    with pytest.raises(TypeError, match="unknown retrieval parameter.*top_n"):
         PathRAGRetriever(store, vector_store=vectors, top_n=3)
     with pytest.raises(ValueError, match="top_k"):
         PathRAGRetriever(store, vector_store=vectors, top_k=-1)

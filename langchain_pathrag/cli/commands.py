@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from pathrag import IndexConfig, PathRAGIndex, RetrievalResult
+from pathrag import IndexConfig, PathRAGIndex, RetrievalParams, RetrievalResult
 from pathrag.context import DEFAULT_CONTEXT_TOKENS, answer_prompt, result_context
 from pathrag.demo import DEMO_PARAMS, ask_demo_question, load_corpus, load_questions, open_demo_index
 
@@ -48,8 +48,8 @@ from .rendering import (
 from .store import WAIT, opened, read_meta, write_meta
 
 __all__ = [
-    "CONTEXT", "EMBEDDING_MODEL", "MAX_HOPS", "MODEL", "NUM_SEEDS", "REPLAY", "STORE", "THETA", "TOP_K",
-    "ContextKind", "Format", "app",
+    "CONTEXT", "EMBEDDING_MODEL", "MAX_HOPS", "MODEL", "NUM_SEEDS", "PARAM", "REPLAY", "STORE", "THETA", "TOP_K",
+    "ContextKind", "Format", "app", "retrieval_params",
 ]
 
 app = typer.Typer(
@@ -82,10 +82,43 @@ EMBEDDING_MODEL = typer.Option(
     "'hashing' (offline, the default without a key). An existing store keeps its own.")
 REPLAY = typer.Option(None, "--replay", hidden=True, exists=True,
                       help="Folder with corpus/ and extractions/: replay recorded answers instead of a model.")
-TOP_K = typer.Option(15, "--top-k", "-k", min=1, help="Number of key paths.")
-NUM_SEEDS = typer.Option(40, "--num-seeds", min=1, help="Seed entities taken from the question's keywords.")
-MAX_HOPS = typer.Option(3, "--max-hops", min=1, help="Longest path, in relations.")
-THETA = typer.Option(0.05, "--theta", min=0.0, help="Pruning threshold of the flow (PathRAG's θ).")
+# Retrieval settings: the common ones by name, any of pathrag.RetrievalParams with --param; no default
+# is written here (None means the core's), and retrieval_params() builds the one settings object.
+_CORE = RetrievalParams()
+TOP_K = typer.Option(None, "--top-k", "-k", min=1, show_default=False,
+                     help=f"Number of key paths [default: {_CORE.top_k}].")
+NUM_SEEDS = typer.Option(None, "--num-seeds", min=1, show_default=False,
+                         help=f"Seed entities taken from the question's keywords [default: {_CORE.num_seeds}].")
+MAX_HOPS = typer.Option(None, "--max-hops", min=1, show_default=False,
+                        help=f"Longest path, in relations [default: {_CORE.max_hops}].")
+THETA = typer.Option(None, "--theta", min=0.0, show_default=False,
+                     help=f"Pruning threshold of the flow (PathRAG's θ) [default: {_CORE.theta}].")
+PARAM = typer.Option(None, "--param", "-p", metavar="NAME=VALUE", show_default=False,
+                     help="Any retrieval setting (a field of pathrag.RetrievalParams: "
+                     f"{', '.join(RetrievalParams.names())}), repeatable, e.g. --param alpha=0.9. The value is "
+                     "read as JSON (3, 0.1, true, null), else as text. It wins over the named options.")
+
+
+def retrieval_params(settings: list[str] | None = None, **named: Any) -> RetrievalParams:
+    """The core's settings with the named options given (``None``: not given) and ``--param`` ones applied.
+
+    Raises:
+        CliError: ``--param`` without ``=``, an unknown setting or a value out of range (exit code 2).
+    """
+    changes = {name: value for name, value in named.items() if value is not None}
+    for setting in settings or ():
+        name, equals, raw = setting.partition("=")
+        if not equals:
+            raise CliError(f"--param takes NAME=VALUE, got {setting!r}", code=2)
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw
+        changes[name.strip().replace("-", "_")] = value
+    try:
+        return _CORE.override(**changes)
+    except (TypeError, ValueError) as exc:
+        raise CliError(f"bad retrieval setting: {exc}", code=2) from exc
 
 
 class ContextKind(str, Enum):
@@ -95,9 +128,9 @@ class ContextKind(str, Enum):
     paths = "paths"
 
 
-CONTEXT = typer.Option(ContextKind.evidence, "--context",
-                       help="evidence: source passages ranked with the flow, then the key paths (default); "
-                            "paths: the paper's paths-only context.")
+CONTEXT = typer.Option(None, "--context", show_default=False,
+                       help=f"evidence: source passages ranked with the flow, then the key paths; paths: the "
+                            f"paper's paths-only context [default: {_CORE.context}].")
 
 
 class Format(str, Enum):
@@ -112,10 +145,10 @@ class Format(str, Enum):
 # -- commands ----------------------------------------------------------------------------------------
 
 
-def _retrieve(index: PathRAGIndex, question: str, keyword_llm: bool, **params: Any) -> RetrievalResult:
+def _retrieve(index: PathRAGIndex, question: str, keyword_llm: bool, params: RetrievalParams) -> RetrievalResult:
     try:
-        return index.retrieve(question, keyword_llm=keyword_llm, **params)
-    except (TypeError, ValueError) as exc:  # bad retrieval settings
+        return index.retrieve(question, keyword_llm=keyword_llm, params=params)
+    except TypeError as exc:  # a question that is not text (the settings were checked already)
         raise CliError(str(exc), code=2) from exc
 
 
@@ -164,24 +197,26 @@ def query(
     stream: bool = typer.Option(False, "--stream", help="Print the answer as it is generated."),
     max_tokens: int = typer.Option(DEFAULT_CONTEXT_TOKENS, "--max-tokens", min=1,
                                    help="Token budget of the context (least relevant evidence goes first)."),
-    context: ContextKind = CONTEXT,
+    context: ContextKind | None = CONTEXT,
     model: str = MODEL,
     embedding_model: str | None = EMBEDDING_MODEL,
-    top_k: int = TOP_K,
-    num_seeds: int = NUM_SEEDS,
-    max_hops: int = MAX_HOPS,
-    theta: float = THETA,
+    top_k: int | None = TOP_K,
+    num_seeds: int | None = NUM_SEEDS,
+    max_hops: int | None = MAX_HOPS,
+    theta: float | None = THETA,
+    param: list[str] | None = PARAM,
     replay: Path | None = REPLAY,
 ) -> None:
     """Answer a question from the key paths and their passages (or, with --context-only, print the prompt)."""
+    params = retrieval_params(param, top_k=top_k, num_seeds=num_seeds, max_hops=max_hops, theta=theta,
+                              context=context.value if context else None)
     chat = None if replay else chat_model(model)
     if chat is None and not context_only:
         raise CliError(f"answering needs a language model: {NO_KEY}, or add --context-only to print the "
                        "prompt that would be sent")
     llm = replay_llm(replay) or (language_model(chat) if chat else None)
     with opened(store, embedding_model=embedding_model, llm=llm) as idx:
-        result = _retrieve(idx, question, llm is not None, top_k=top_k, num_seeds=num_seeds, max_hops=max_hops,
-                           theta=theta, context=context.value)
+        result = _retrieve(idx, question, llm is not None, params)
     prompt = answer_prompt(result_context(result, max_tokens=max_tokens))
     if context_only or chat is None or llm is None:
         typer.echo(prompt)
@@ -201,17 +236,20 @@ def paths(
                                   help="table, json, mermaid (a Mermaid graph) or html (a self-contained picture)."),
     model: str = MODEL,
     embedding_model: str | None = EMBEDDING_MODEL,
-    top_k: int = TOP_K,
-    num_seeds: int = NUM_SEEDS,
-    max_hops: int = MAX_HOPS,
-    theta: float = THETA,
+    top_k: int | None = TOP_K,
+    num_seeds: int | None = NUM_SEEDS,
+    max_hops: int | None = MAX_HOPS,
+    theta: float | None = THETA,
+    param: list[str] | None = PARAM,
     replay: Path | None = REPLAY,
 ) -> None:
     """Show the key paths for a question, with scores and hop counts (no model needed)."""
+    # this command shows the key paths themselves
+    params = retrieval_params([*(param or ()), "context=paths"], top_k=top_k, num_seeds=num_seeds,
+                              max_hops=max_hops, theta=theta)
     llm = replay_llm(replay) or (language_model(chat) if (chat := chat_model(model)) else None)
     with opened(store, embedding_model=embedding_model, llm=llm) as idx:
-        result = _retrieve(idx, question, llm is not None, top_k=top_k, num_seeds=num_seeds, max_hops=max_hops,
-                           theta=theta, context="paths")  # this command shows the key paths themselves
+        result = _retrieve(idx, question, llm is not None, params)
         graph = subgraph(idx, result)
     if format is Format.json:
         typer.echo(json.dumps(as_json(result), indent=2, ensure_ascii=False))

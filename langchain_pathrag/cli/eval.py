@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .commands import EMBEDDING_MODEL, MAX_HOPS, MODEL, NUM_SEEDS, STORE, THETA, TOP_K
+from .commands import EMBEDDING_MODEL, MAX_HOPS, MODEL, NUM_SEEDS, PARAM, STORE, THETA, TOP_K, retrieval_params
 from .errors import CliError
 from .providers import NO_KEY, chat_model, language_model
 from .rendering import approximate_tokens
@@ -44,7 +44,6 @@ def register(app: typer.Typer) -> None:
         read_questions,
     )
     from pathrag.indexing import run_sync
-    from pathrag.retrieval import RetrievalParams
 
     known = ", ".join(f"{name} ({text})" if text else name for name, text in configuration_names().items())
 
@@ -81,10 +80,11 @@ def register(app: typer.Typer) -> None:
         max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", min=1,
                                        help="Token budget of every configuration's context: all are compared at "
                                        "the same size (query's --max-tokens)."),
-        top_k: int = TOP_K,
-        num_seeds: int = NUM_SEEDS,
-        max_hops: int = MAX_HOPS,
-        theta: float = THETA,
+        top_k: int | None = TOP_K,
+        num_seeds: int | None = NUM_SEEDS,
+        max_hops: int | None = MAX_HOPS,
+        theta: float | None = THETA,
+        param: list[str] | None = PARAM,
         concurrency: int = typer.Option(4, "--concurrency", min=1, help="Model calls in flight at once."),
         price: str | None = typer.Option(
             None, "--price", show_default=False, metavar="PROMPT,ANSWER",
@@ -102,12 +102,12 @@ def register(app: typer.Typer) -> None:
         overall. Prints win rates, tokens, latency and cost; writes a resumable run folder and an HTML report.
         """
         started = time.perf_counter()
+        params = retrieval_params(param, top_k=top_k, num_seeds=num_seeds, max_hops=max_hops, theta=theta)
         names = list(configs or DEFAULT_CONFIGURATIONS)
         if len(names) < 2:
             raise CliError("compare at least two configurations (repeat --config)", code=2)
         try:
             prices = _prices(Pricing, price, judge_price, same_judge=judge_model in (None, model))
-            params = RetrievalParams(top_k=top_k, num_seeds=num_seeds, max_hops=max_hops, theta=theta)
         except ValueError as exc:
             raise CliError(str(exc), code=2) from exc
         if offline:

@@ -12,7 +12,8 @@ from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
 from .llm import LanguageModel, as_language_model
 from .models import Entity, Relation, ScoredPath
 from .models import Keywords, RetrievalResult, RetrievedItem
-from .retrieval import RetrievalParams, aretrieve, retrieve
+from .params import PathParams, RetrievalParams
+from .retrieval import aretrieve, retrieve
 from .pruning import (
     afind_key_paths,
     apropagate_resources,
@@ -32,6 +33,7 @@ __all__ = [
     "IndexConfig",
     "InMemoryVectorIndex",
     "InsertSummary",
+    "PathParams",
     "PathRAGIndex",
     "VectorHit",
     "VectorIndex",

@@ -25,7 +25,6 @@ of every seed's propagation is answered by one batched :meth:`GraphStore.neighbo
 from __future__ import annotations
 
 import heapq
-import math
 from collections.abc import Collection, Generator, Iterable, Mapping
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ import networkx as nx
 
 from .graph import GraphStore, Neighborhood, as_graph_store
 from .models import ScoredPath
+from .params import PathParams
 
 __all__ = [
     "afind_key_paths",
@@ -43,6 +43,7 @@ __all__ = [
     "find_key_paths",
     "propagate_resources",
     "spread_resources",
+    "start_degree_limit",
 ]
 
 Request = tuple[dict[str, "int | None"], frozenset[str]]
@@ -60,39 +61,23 @@ def _ordered(nodes: Iterable[Hashable]) -> tuple[tuple[str, str], ...]:
     return tuple(map(_order, nodes))
 
 
-@dataclass(frozen=True)
-class _Params:
-    alpha: float
-    theta: float
-    max_hops: int | None
-    directed: bool
+def start_degree_limit(params: PathParams) -> int | None:
+    """Largest start degree at which the start's neighbours could still be expandable.
 
-    @classmethod
-    def checked(cls, alpha: float, theta: float, max_hops: int | None, directed: bool) -> _Params:
-        if not (isinstance(alpha, (int, float)) and 0 < alpha <= 1):
-            raise ValueError(f"alpha must be in (0, 1], got {alpha!r}")
-        if not (isinstance(theta, (int, float)) and 0 <= theta < math.inf):
-            raise ValueError(f"theta must be a finite number >= 0, got {theta!r}")
-        if max_hops is not None and (not isinstance(max_hops, int) or isinstance(max_hops, bool) or max_hops < 1):
-            raise ValueError(f"max_hops must be a positive int or None, got {max_hops!r}")
-        if max_hops is None and theta == 0:
-            raise ValueError("max_hops=None needs theta > 0, or the search is unbounded")
-        return cls(float(alpha), float(theta), max_hops, bool(directed))
+    Above it ``alpha / deg(s) < theta``, so the layer-1 nodes, which receive exactly that, can never
+    pass the threshold (``None``: no limit, when ``theta`` is 0).
 
-    def start_degree_limit(self) -> int | None:
-        """Largest start degree at which the start's neighbours could still be expandable.
-
-        Above it ``alpha / deg(s) < theta``, so the layer-1 nodes, which receive exactly that,
-        can never pass the threshold.
-        """
-        if self.theta == 0:
-            return None
-        limit = int(self.alpha / self.theta)
-        while limit >= 1 and not self.alpha / limit >= self.theta:
-            limit -= 1
-        while self.alpha / (limit + 1) >= self.theta:
-            limit += 1
-        return limit
+    >>> start_degree_limit(PathParams(alpha=0.8, theta=0.05))
+    16
+    """
+    if params.theta == 0:
+        return None
+    limit = int(params.alpha / params.theta)
+    while limit >= 1 and not params.alpha / limit >= params.theta:
+        limit -= 1
+    while params.alpha / (limit + 1) >= params.theta:
+        limit += 1
+    return limit
 
 
 @dataclass
@@ -100,7 +85,7 @@ class _Propagation:
     """The state of one start node's propagation, advanced one hop at a time."""
 
     start: str
-    params: _Params
+    params: PathParams
     resource: dict[str, float] = field(default_factory=dict)
     degree: dict[str, int] = field(default_factory=dict)
     adjacency: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -122,7 +107,7 @@ class _Propagation:
         if p.max_hops is not None and self.layer == p.max_hops - 1:
             return {u: 0 for u in self.frontier}  # the last layer only matters where it hits a seed
         if self.layer == 0:
-            return {self.start: p.start_degree_limit()}
+            return {self.start: start_degree_limit(p)}
         budget = 0.0
         for u in self.frontier:
             budget += p.alpha * self.resource[u] / self.degree[u]
@@ -185,7 +170,7 @@ class _Propagation:
 
 
 def _propagate(
-    starts: Iterable[str], params: _Params, *, complete: bool, seeds: Collection[str] = ()
+    starts: Iterable[str], params: PathParams, *, complete: bool, seeds: Collection[str] = ()
 ) -> Generator[Request, Mapping[str, Neighborhood], list[_Propagation]]:
     """Run every start's propagation in lockstep: one batched store request per hop for all of them."""
     runs = [_Propagation(s, params) for s in starts]
@@ -209,13 +194,8 @@ def _propagate(
     return runs
 
 
-def _search(
-    seeds: Iterable[str], params: _Params, top_k: int, paths_per_pair: int | None
-) -> Generator[Request, Mapping[str, Neighborhood], list[ScoredPath]]:
-    if not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 0:
-        raise ValueError(f"top_k must be an int >= 0, got {top_k!r}")
-    if paths_per_pair is not None and (not isinstance(paths_per_pair, int) or paths_per_pair < 1):
-        raise ValueError(f"paths_per_pair must be a positive int or None, got {paths_per_pair!r}")
+def _search(seeds: Iterable[str], params: PathParams) -> Generator[Request, Mapping[str, Neighborhood], list[ScoredPath]]:
+    top_k, paths_per_pair = params.top_k, params.paths_per_pair
     if isinstance(seeds, str):
         raise TypeError("seeds must be a collection of node names, not a single string")
     unique = sorted(set(seeds), key=_order)
@@ -276,35 +256,32 @@ def _resources(runs: list[_Propagation]) -> dict[str, float]:
     return dict(run.resource) if run.degree or run.adjacency else {}
 
 
+def _params(params: PathParams | None, overrides: Mapping[str, Any]) -> PathParams:
+    """``params`` (default: the paper's) with keyword ``overrides`` applied and checked."""
+    if params is not None and not isinstance(params, PathParams):
+        raise TypeError(f"params must be a PathParams, got {type(params).__name__}")
+    return (params or PathParams()).override(**overrides)
+
+
 def propagate_resources(
-    graph: GraphStore | nx.Graph,
-    start: str,
-    *,
-    alpha: float = 0.8,
-    theta: float = 0.05,
-    max_hops: int | None = 3,
-    directed: bool = False,
+    graph: GraphStore | nx.Graph, start: str, params: PathParams | None = None, **overrides: Any
 ) -> dict[str, float]:
     """Resource of every node reached from ``start`` (an unknown start gives ``{}``).
+
+    ``params`` and ``overrides`` as for :func:`find_key_paths` (only the flow's settings matter).
 
     >>> import networkx as nx
     >>> propagate_resources(nx.path_graph(["a", "b", "c"]), "a")
     {'a': 1.0, 'b': 0.8, 'c': 0.32000000000000006}
     """
-    return spread_resources(graph, [start], alpha=alpha, theta=theta, max_hops=max_hops, directed=directed)
+    return spread_resources(graph, [start], params, **overrides)
 
 
 async def apropagate_resources(
-    graph: GraphStore | nx.Graph,
-    start: str,
-    *,
-    alpha: float = 0.8,
-    theta: float = 0.05,
-    max_hops: int | None = 3,
-    directed: bool = False,
+    graph: GraphStore | nx.Graph, start: str, params: PathParams | None = None, **overrides: Any
 ) -> dict[str, float]:
     """Async twin of :func:`propagate_resources`."""
-    return await aspread_resources(graph, [start], alpha=alpha, theta=theta, max_hops=max_hops, directed=directed)
+    return await aspread_resources(graph, [start], params, **overrides)
 
 
 def _starts(starts: Iterable[str]) -> list[str]:
@@ -322,13 +299,7 @@ def _spread(runs: list[_Propagation]) -> dict[str, float]:
 
 
 def spread_resources(
-    graph: GraphStore | nx.Graph,
-    starts: Iterable[str],
-    *,
-    alpha: float = 0.8,
-    theta: float = 0.05,
-    max_hops: int | None = 3,
-    directed: bool = False,
+    graph: GraphStore | nx.Graph, starts: Iterable[str], params: PathParams | None = None, **overrides: Any
 ) -> dict[str, float]:
     """The resource every node receives from all ``starts`` together: each start's propagation (as in
     :func:`propagate_resources`) summed, run in lockstep with one store request per hop.
@@ -337,7 +308,7 @@ def spread_resources(
     >>> spread_resources(nx.path_graph(["a", "b", "c"]), ["a", "c"])
     {'a': 1.32, 'b': 1.6, 'c': 1.32}
     """
-    params = _Params.checked(alpha, theta, max_hops, directed)
+    params = _params(params, overrides)
     store = as_graph_store(graph)
     unique = _starts(starts)
     if not unique:
@@ -346,16 +317,10 @@ def spread_resources(
 
 
 async def aspread_resources(
-    graph: GraphStore | nx.Graph,
-    starts: Iterable[str],
-    *,
-    alpha: float = 0.8,
-    theta: float = 0.05,
-    max_hops: int | None = 3,
-    directed: bool = False,
+    graph: GraphStore | nx.Graph, starts: Iterable[str], params: PathParams | None = None, **overrides: Any
 ) -> dict[str, float]:
     """Async twin of :func:`spread_resources`."""
-    params = _Params.checked(alpha, theta, max_hops, directed)
+    params = _params(params, overrides)
     store = as_graph_store(graph)
     unique = _starts(starts)
     if not unique:
@@ -364,15 +329,7 @@ async def aspread_resources(
 
 
 def find_key_paths(
-    graph: GraphStore | nx.Graph,
-    seeds: Iterable[str],
-    *,
-    alpha: float = 0.8,
-    theta: float = 0.05,
-    max_hops: int | None = 3,
-    top_k: int = 15,
-    paths_per_pair: int | None = None,
-    directed: bool = False,
+    graph: GraphStore | nx.Graph, seeds: Iterable[str], params: PathParams | None = None, **overrides: Any
 ) -> list[ScoredPath]:
     """The ``top_k`` most reliable paths between pairs of seeds, best first.
 
@@ -382,27 +339,28 @@ def find_key_paths(
     is kept once, with its higher score. Ties break by fewer hops, then by the node names, so the result
     never depends on hash seeds or iteration order. Unknown seeds are skipped.
 
+    Args:
+        graph: a :class:`~pathrag.GraphStore` or a networkx graph.
+        seeds: the node names to connect.
+        params: the settings (:class:`~pathrag.PathParams`, or a :class:`~pathrag.RetrievalParams`);
+            default: the paper's.
+        overrides: settings changed for this call (``top_k=5``, ``alpha=0.9``...), applied on ``params``.
+
+    Raises:
+        TypeError: ``seeds`` is a single string, or an override is not a setting.
+        ValueError: a setting out of its range.
+
     >>> import networkx as nx
     >>> [p.nodes for p in find_key_paths(nx.DiGraph([("a", "b"), ("b", "c")]), ["c", "a"], directed=True)]
     [('a', 'b', 'c')]
     """
-    params = _Params.checked(alpha, theta, max_hops, directed)
-    store = as_graph_store(graph)
-    return _run_sync(store, _search(seeds, params, top_k, paths_per_pair), params.directed)
+    params = _params(params, overrides)
+    return _run_sync(as_graph_store(graph), _search(seeds, params), params.directed)
 
 
 async def afind_key_paths(
-    graph: GraphStore | nx.Graph,
-    seeds: Iterable[str],
-    *,
-    alpha: float = 0.8,
-    theta: float = 0.05,
-    max_hops: int | None = 3,
-    top_k: int = 15,
-    paths_per_pair: int | None = None,
-    directed: bool = False,
+    graph: GraphStore | nx.Graph, seeds: Iterable[str], params: PathParams | None = None, **overrides: Any
 ) -> list[ScoredPath]:
     """Async twin of :func:`find_key_paths`, for stores whose reads are network calls."""
-    params = _Params.checked(alpha, theta, max_hops, directed)
-    store = as_graph_store(graph)
-    return await _run_async(store, _search(seeds, params, top_k, paths_per_pair), params.directed)
+    params = _params(params, overrides)
+    return await _run_async(as_graph_store(graph), _search(seeds, params), params.directed)

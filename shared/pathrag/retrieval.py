@@ -38,15 +38,15 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from .context import path_lookups, render_entity, render_path
 from .graph import GraphStore
 from .llm import LanguageModel, as_language_model, complete_sync
 from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
 from .prompts import KEYWORDS_PROMPT
-from .pruning import _Params, afind_key_paths, aspread_resources, find_key_paths, spread_resources
+from .params import RetrievalParams
+from .pruning import afind_key_paths, aspread_resources, find_key_paths, spread_resources
 from .vectors import VectorHit, VectorIndex
 
 __all__ = [
@@ -61,47 +61,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class RetrievalParams:
-    """The knobs of one retrieval; defaults are the paper's (K=15 paths, N=40 seeds, α=0.8, θ=0.05).
-
-    ``context`` picks what is retrieved and how :func:`pathrag.context.result_context` lays it out:
-    ``"evidence"`` (default) adds up to ``num_passages`` candidate source passages, ranked with the
-    flow (see the module docstring), when a passage index is given; ``"paths"`` is the paper's
-    paths-only retrieval.
-    """
-
-    top_k: int = 15
-    num_seeds: int = 40
-    context: Literal["evidence", "paths"] = "evidence"
-    num_passages: int = 100
-    alpha: float = 0.8
-    theta: float = 0.05
-    max_hops: int | None = 3
-    paths_per_pair: int | None = None
-    directed: bool = False
-
-    def __post_init__(self) -> None:
-        if self.context not in ("evidence", "paths"):
-            raise ValueError(f"context must be 'evidence' or 'paths', got {self.context!r}")
-        for name in ("top_k", "num_seeds", "num_passages"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
-        if self.paths_per_pair is not None and (
-                not isinstance(self.paths_per_pair, int) or self.paths_per_pair < 1):
-            raise ValueError(f"paths_per_pair must be a positive int or None, got {self.paths_per_pair!r}")
-        _Params.checked(self.alpha, self.theta, self.max_hops, self.directed)  # fail at construction
-
-    def flow_kwargs(self) -> dict[str, Any]:
-        """The flow's settings, as :func:`pathrag.spread_resources` takes them."""
-        return {"alpha": self.alpha, "theta": self.theta, "max_hops": self.max_hops, "directed": self.directed}
-
-    def path_kwargs(self) -> dict[str, Any]:
-        """The path search's settings, as :func:`pathrag.find_key_paths` takes them."""
-        return {**self.flow_kwargs(), "top_k": self.top_k, "paths_per_pair": self.paths_per_pair}
 
 
 # -- keywords ---------------------------------------------------------------------------------------
@@ -342,7 +301,7 @@ def retrieve(
     keywords = _keywords_or_query(query, answer)
     hit_lists = [entity_index.query(term, params.num_seeds) for term in _search_terms(query, keywords)]
     seeds = pick_seeds(hit_lists, params.num_seeds)
-    paths = find_key_paths(graph, seeds, **params.path_kwargs())
+    paths = find_key_paths(graph, seeds, params)
     names, pairs = path_lookups(paths, seeds)
     entities = graph.get_entities(names)
     result = _assemble(query, keywords, seeds, paths, entities, graph.get_relations(pairs), params)
@@ -351,7 +310,7 @@ def retrieve(
     hits = _passage_hits(passage_index, passage_index.query(query, params.num_passages))
     if hits:
         anchors = _anchor_entities(hits[0], seeds, entities)
-        resources = spread_resources(graph, anchors, **params.flow_kwargs())
+        resources = spread_resources(graph, anchors, params)
         gathered = _collected(resources, graph.get_entities(_beyond(resources, anchors)))
         hits += _reached_hits(passage_index, hits, gathered, params.num_passages)
         result.items.extend(_passage_items(hits, gathered)[: params.num_passages])
@@ -383,7 +342,7 @@ async def aretrieve(
     keywords = _keywords_or_query(query, answer)
     hit_lists = [await entity_index.aquery(term, params.num_seeds) for term in _search_terms(query, keywords)]
     seeds = pick_seeds(hit_lists, params.num_seeds)
-    paths = await afind_key_paths(graph, seeds, **params.path_kwargs())
+    paths = await afind_key_paths(graph, seeds, params)
     names, pairs = path_lookups(paths, seeds)
     entities = await graph.aget_entities(names)
     result = _assemble(query, keywords, seeds, paths, entities, await graph.aget_relations(pairs), params)
@@ -392,7 +351,7 @@ async def aretrieve(
     hits = _passage_hits(passage_index, await passage_index.aquery(query, params.num_passages))
     if hits:
         anchors = _anchor_entities(hits[0], seeds, entities)
-        resources = await aspread_resources(graph, anchors, **params.flow_kwargs())
+        resources = await aspread_resources(graph, anchors, params)
         gathered = _collected(resources, await graph.aget_entities(_beyond(resources, anchors)))
         hits += _reached_hits(passage_index, hits, gathered, params.num_passages)
         result.items.extend(_passage_items(hits, gathered)[: params.num_passages])
@@ -400,10 +359,6 @@ async def aretrieve(
 
 
 def _params(params: RetrievalParams | None, overrides: Mapping[str, Any]) -> RetrievalParams:
-    base = params or RetrievalParams()
-    if not overrides:
-        return base
-    unknown = set(overrides) - set(RetrievalParams.__dataclass_fields__)
-    if unknown:
-        raise TypeError(f"unknown retrieval parameter(s): {', '.join(sorted(unknown))}")
-    return RetrievalParams(**{**base.__dict__, **overrides})
+    if params is not None and not isinstance(params, RetrievalParams):
+        raise TypeError(f"params must be a RetrievalParams, got {type(params).__name__}")
+    return (params or RetrievalParams()).override(**overrides)

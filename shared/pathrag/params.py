@@ -1,0 +1,121 @@
+"""The settings of a retrieval, in one place: their defaults (the paper's) and their checks.
+
+:class:`PathParams` holds what the path search and the resource flow take (α, θ, hop limit, K, ...);
+:class:`RetrievalParams` extends it with what a whole retrieval adds (seed count, context kind,
+passages). Both are frozen: a per-call change is a new object, made with :meth:`PathParams.override`
+(:func:`dataclasses.replace` with a clear error for an unknown name). Every entry point (the core's
+functions, the LangChain and LlamaIndex retrievers, the command line) builds one of these, so a new
+setting is one field here plus its use.
+
+>>> params = RetrievalParams(top_k=5)
+>>> params.override(theta=0.1).theta, params.top_k
+(0.1, 5)
+>>> params.override(topk=3)
+Traceback (most recent call last):
+...
+TypeError: unknown retrieval parameter(s): topk
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+__all__ = ["PathParams", "RetrievalParams"]
+
+P = TypeVar("P", bound="PathParams")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PathParams:
+    """The path search's settings; defaults are the paper's (K=15 paths, α=0.8, θ=0.05).
+
+    Attributes:
+        alpha: share of a node's resource passed on to its neighbours, in (0, 1].
+        theta: a node whose resource per neighbour is below it is not expanded (>= 0).
+        max_hops: longest path, in relations (``None``: only ``theta`` bounds the search, so it must be > 0).
+        top_k: paths kept over all seed pairs (>= 0).
+        paths_per_pair: at most this many paths per pair of seeds before pooling (``None``: all).
+        directed: follow relations only from source to target.
+
+    Raises:
+        ValueError: a value out of its range (at construction).
+    """
+
+    alpha: float = 0.8
+    theta: float = 0.05
+    max_hops: int | None = 3
+    top_k: int = 15
+    paths_per_pair: int | None = None
+    directed: bool = False
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.alpha, (int, float)) and not isinstance(self.alpha, bool) and 0 < self.alpha <= 1):
+            raise ValueError(f"alpha must be in (0, 1], got {self.alpha!r}")
+        if not (isinstance(self.theta, (int, float)) and not isinstance(self.theta, bool)
+                and 0 <= self.theta < math.inf):
+            raise ValueError(f"theta must be a finite number >= 0, got {self.theta!r}")
+        if self.max_hops is not None and not (_is_int(self.max_hops) and self.max_hops >= 1):
+            raise ValueError(f"max_hops must be a positive int or None, got {self.max_hops!r}")
+        if self.max_hops is None and self.theta == 0:
+            raise ValueError("max_hops=None needs theta > 0, or the search is unbounded")
+        if not (_is_int(self.top_k) and self.top_k >= 0):
+            raise ValueError(f"top_k must be an int >= 0, got {self.top_k!r}")
+        if self.paths_per_pair is not None and not (_is_int(self.paths_per_pair) and self.paths_per_pair >= 1):
+            raise ValueError(f"paths_per_pair must be a positive int or None, got {self.paths_per_pair!r}")
+        # stored as float and bool whatever number was given, so that equal settings compare equal
+        object.__setattr__(self, "alpha", float(self.alpha))
+        object.__setattr__(self, "theta", float(self.theta))
+        object.__setattr__(self, "directed", bool(self.directed))
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The setting names, in declaration order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def override(self: P, **changes: Any) -> P:
+        """A copy with ``changes`` applied (and checked).
+
+        Raises:
+            TypeError: a name that is not a setting of this class.
+            ValueError: a value out of its range.
+        """
+        unknown = sorted(set(changes) - set(self.names()))
+        if unknown:
+            raise TypeError(f"unknown retrieval parameter(s): {', '.join(unknown)}")
+        return dataclasses.replace(self, **changes) if changes else self
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetrievalParams(PathParams):
+    """A retrieval's settings: the path search's (:class:`PathParams`) and what a retrieval adds.
+
+    ``context`` picks what is retrieved and how :func:`pathrag.context.result_context` lays it out:
+    ``"evidence"`` (default) adds up to ``num_passages`` candidate source passages, ranked with the flow
+    (see :mod:`pathrag.retrieval`), when a passage index is given; ``"paths"`` is the paper's paths-only
+    retrieval.
+
+    Attributes:
+        num_seeds: seed entities picked from the query's keywords (the paper's N=40; >= 0).
+        context: ``"evidence"`` or ``"paths"``.
+        num_passages: candidate passages for the evidence context (>= 0).
+    """
+
+    num_seeds: int = 40
+    context: Literal["evidence", "paths"] = "evidence"
+    num_passages: int = 100
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.context not in ("evidence", "paths"):
+            raise ValueError(f"context must be 'evidence' or 'paths', got {self.context!r}")
+        for name in ("num_seeds", "num_passages"):
+            value = getattr(self, name)
+            if not (_is_int(value) and value >= 0):
+                raise ValueError(f"{name} must be an int >= 0, got {value!r}")
