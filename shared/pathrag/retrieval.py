@@ -37,8 +37,9 @@ import hashlib
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from .context import path_lookups, render_entity, render_path
 from .graph import GraphStore
@@ -61,6 +62,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 # -- keywords ---------------------------------------------------------------------------------------
@@ -287,34 +289,7 @@ def retrieve(
         TypeError: ``query`` is not a string, or an override is not a :class:`RetrievalParams` field.
         ValueError: an override has an invalid value.
     """
-    query = _check(query)
-    params = _params(params, overrides)
-    if not query or params.top_k == 0:
-        return RetrievalResult(query=query, keywords=Keywords(), seeds=[], context=params.context)
-    answer = None
-    if llm is not None:
-        model = as_language_model(llm)  # outside the try: a wrong type is an error, not a reason to fall back
-        try:
-            answer = complete_sync(model, KEYWORDS_PROMPT.format(question=query))  # runs async-only models too
-        except Exception as exc:  # the query text still works as a keyword
-            logger.warning("keyword extraction failed, searching with the query text: %r", exc)
-    keywords = _keywords_or_query(query, answer)
-    hit_lists = [entity_index.query(term, params.num_seeds) for term in _search_terms(query, keywords)]
-    seeds = pick_seeds(hit_lists, params.num_seeds)
-    paths = find_key_paths(graph, seeds, params)
-    names, pairs = path_lookups(paths, seeds)
-    entities = graph.get_entities(names)
-    result = _assemble(query, keywords, seeds, paths, entities, graph.get_relations(pairs), params)
-    if params.context != "evidence" or passage_index is None or params.num_passages == 0:
-        return result
-    hits = _passage_hits(passage_index, passage_index.query(query, params.num_passages))
-    if hits:
-        anchors = _anchor_entities(hits[0], seeds, entities)
-        resources = spread_resources(graph, anchors, params)
-        gathered = _collected(resources, graph.get_entities(_beyond(resources, anchors)))
-        hits += _reached_hits(passage_index, hits, gathered, params.num_passages)
-        result.items.extend(_passage_items(hits, gathered)[: params.num_passages])
-    return result
+    return _run(_retrieval(query, graph, entity_index, passage_index, llm, _params(params, overrides)))
 
 
 async def aretrieve(
@@ -327,33 +302,93 @@ async def aretrieve(
     params: RetrievalParams | None = None,
     **overrides: Any,
 ) -> RetrievalResult:
-    """Async twin of :func:`retrieve`."""
+    """Async twin of :func:`retrieve`: the same steps, each awaited."""
+    return await _arun(_retrieval(query, graph, entity_index, passage_index, llm, _params(params, overrides)))
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One read of a retrieval, as a sync call and its async twin; :func:`retrieve` runs the first and
+    :func:`aretrieve` awaits the second, so the retrieval itself is written once (:func:`_retrieval`)."""
+
+    run: Callable[[], Any]
+    arun: Callable[[], Awaitable[Any]]
+
+
+def _run(steps: Generator[_Step, Any, T]) -> T:
+    """Drive ``steps`` with sync calls; a step's exception is raised inside ``steps``, where it was asked."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            value, error = step.run(), None
+        except Exception as exc:
+            value, error = None, exc
+
+
+async def _arun(steps: Generator[_Step, Any, T]) -> T:
+    """Async twin of :func:`_run`."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            value, error = await step.arun(), None
+        except Exception as exc:
+            value, error = None, exc
+
+
+def _retrieval(
+    query: str,
+    graph: GraphStore,
+    entity_index: VectorIndex,
+    passage_index: VectorIndex | None,
+    llm: LanguageModel | None,
+    params: RetrievalParams,
+) -> Generator[_Step, Any, RetrievalResult]:
+    """The retrieval, yielding each read as a :class:`_Step` and receiving its result (or its error)."""
     query = _check(query)
-    params = _params(params, overrides)
     if not query or params.top_k == 0:
         return RetrievalResult(query=query, keywords=Keywords(), seeds=[], context=params.context)
     answer = None
     if llm is not None:
-        model = as_language_model(llm)
-        try:
-            answer = await model.acomplete(KEYWORDS_PROMPT.format(question=query))
-        except Exception as exc:
+        model = as_language_model(llm)  # outside the try: a wrong type is an error, not a reason to fall back
+        prompt = KEYWORDS_PROMPT.format(question=query)
+        try:  # complete_sync runs async-only models too
+            answer = yield _Step(lambda: complete_sync(model, prompt), lambda: model.acomplete(prompt))
+        except Exception as exc:  # the query text still works as a keyword
             logger.warning("keyword extraction failed, searching with the query text: %r", exc)
     keywords = _keywords_or_query(query, answer)
-    hit_lists = [await entity_index.aquery(term, params.num_seeds) for term in _search_terms(query, keywords)]
+    hit_lists = []
+    for term in _search_terms(query, keywords):
+        hit_lists.append((yield _Step(lambda term=term: entity_index.query(term, params.num_seeds),  # type: ignore[misc]
+                                      lambda term=term: entity_index.aquery(term, params.num_seeds))))
     seeds = pick_seeds(hit_lists, params.num_seeds)
-    paths = await afind_key_paths(graph, seeds, params)
+    paths = yield _Step(lambda: find_key_paths(graph, seeds, params), lambda: afind_key_paths(graph, seeds, params))
     names, pairs = path_lookups(paths, seeds)
-    entities = await graph.aget_entities(names)
-    result = _assemble(query, keywords, seeds, paths, entities, await graph.aget_relations(pairs), params)
+    entities = yield _Step(lambda: graph.get_entities(names), lambda: graph.aget_entities(names))
+    relations = yield _Step(lambda: graph.get_relations(pairs), lambda: graph.aget_relations(pairs))
+    result = _assemble(query, keywords, seeds, paths, entities, relations, params)
     if params.context != "evidence" or passage_index is None or params.num_passages == 0:
         return result
-    hits = _passage_hits(passage_index, await passage_index.aquery(query, params.num_passages))
+    index = passage_index
+    found = yield _Step(lambda: index.query(query, params.num_passages), lambda: index.aquery(query, params.num_passages))
+    hits = _passage_hits(index, found)
     if hits:
         anchors = _anchor_entities(hits[0], seeds, entities)
-        resources = await aspread_resources(graph, anchors, params)
-        gathered = _collected(resources, await graph.aget_entities(_beyond(resources, anchors)))
-        hits += _reached_hits(passage_index, hits, gathered, params.num_passages)
+        resources = yield _Step(lambda: spread_resources(graph, anchors, params),
+                                lambda: aspread_resources(graph, anchors, params))
+        beyond = _beyond(resources, anchors)
+        reached = yield _Step(lambda: graph.get_entities(beyond), lambda: graph.aget_entities(beyond))
+        gathered = _collected(resources, reached)
+        hits += _reached_hits(index, hits, gathered, params.num_passages)
         result.items.extend(_passage_items(hits, gathered)[: params.num_passages])
     return result
 
