@@ -342,8 +342,8 @@ class PathRAGIndexer:
         for doc_id in dict.fromkeys(ids):
             record = self.index.documents.get(doc_id)
             if record is not None:
-                texts = [self.index.chunks[cid]["text"] for cid in record["chunks"] if cid in self.index.chunks]
-                out.append(Document(id=doc_id, page_content="\n\n".join(texts), metadata=dict(record["metadata"])))
+                texts = [self.index.chunks[cid].text for cid in record.chunks if cid in self.index.chunks]
+                out.append(Document(id=doc_id, page_content="\n\n".join(texts), metadata=dict(record.metadata)))
         return out
 
     # -- retrieval and persistence -------------------------------------------------------------------

@@ -72,7 +72,7 @@ from llama_index.core.vector_stores.types import (
 from pathrag import Entity, Relation
 from pathrag.extraction import ExtractionConfig, ExtractionResult, extract_records
 from pathrag.indexing import run_sync
-from pathrag.merging import merge_entity, merge_relation, relation_key
+from pathrag.merging import merge_records, relation_key
 
 from .graph import (
     PropertyGraphStoreAdapter,
@@ -172,17 +172,17 @@ def _without_repeats(sources: Sequence[_Source]) -> list[Any]:
     return out
 
 
-def _merge_entity(name: str, sources: Sequence[_Source]) -> Entity | None:
-    records = _without_repeats(sources)
-    endpoints = [s.chunk for s in sources if s.endpoint and s.chunk]
-    if not records and not endpoints:
-        return None
-    return merge_entity(name, records, extra_source_ids=endpoints)
-
-
-def _merge_relation(sources: Sequence[_Source]) -> Relation | None:
-    records = _without_repeats(sources)
-    return merge_relation(records) if records else None
+def _merge(entities: Mapping[str, Sequence[_Source]],
+           relations: Mapping[Key, Sequence[_Source]]) -> tuple[dict[str, Entity], dict[Key, Relation]]:
+    """Each entity and relation merged from its sources by the core's rules
+    (:func:`pathrag.merging.merge_records`). An entity without records or a live chunk naming it as a
+    relation end, or a relation without records, is left out: it is gone."""
+    endpoints = {name: chunks for name, sources in entities.items()
+                 if (chunks := [s.chunk for s in sources if s.endpoint and s.chunk])}
+    merged_entities, merged_relations = merge_records(
+        [r for sources in entities.values() for r in _without_repeats(sources)],
+        [r for sources in relations.values() for r in _without_repeats(sources)], endpoint_sources=endpoints)
+    return {e.name: e for e in merged_entities}, {relation_key(r.source, r.target): r for r in merged_relations}
 
 
 def _first_chunk(sources: Sequence[_Source]) -> str | None:
@@ -367,15 +367,22 @@ class PathRAGExtractor(TransformComponent):
                 stored_nodes = {n.id: n for n in await adapter.store.aget(ids=names) if isinstance(n, EntityNode)}
             stored_relations = await adapter.aget_store_relations(keys)
 
+        entity_sources = {name: [s for s in _entity_sources(node) if s.chunk not in drop]
+                          if (node := stored_nodes.get(name)) is not None else [] for name in names}
+        for name in names:
+            entity_sources[name] += batch.entities.get(name, [])
+        relation_sources = {key: [s for s in _relation_sources(stored_relations.get(key, [])) if s.chunk not in drop]
+                            + batch.relations.get(key, []) for key in keys}
+        merged_entities, merged_relations = _merge(entity_sources, relation_sources)
+
         written = _Written()
         gone_entities: list[str] = []
         updated: list[Entity] = []
         entity_props: dict[str, dict[str, Any]] = {}
         for name in names:
             node = stored_nodes.get(name)
-            kept = [s for s in _entity_sources(node) if s.chunk not in drop] if node is not None else []
-            sources = kept + batch.entities.get(name, [])
-            merged = _merge_entity(name, sources)
+            sources = entity_sources[name]
+            merged = merged_entities.get(name)
             props = {SOURCES_KEY: _dump(sources, {"name", "source_ids"})}
             if merged is None:
                 if node is not None:
@@ -395,9 +402,8 @@ class PathRAGExtractor(TransformComponent):
         relation_props: dict[Key, dict[str, Any]] = {}
         for key in keys:
             stored = stored_relations.get(key, [])
-            kept = [s for s in _relation_sources(stored) if s.chunk not in drop]
-            sources = kept + batch.relations.get(key, [])
-            merged_relation = _merge_relation(sources)
+            sources = relation_sources[key]
+            merged_relation = merged_relations.get(key)
             props = {SOURCES_KEY: _dump(sources, {"source_ids"})}
             if merged_relation is None:
                 if stored:

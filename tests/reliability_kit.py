@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex, RetrievalResult
-from pathrag.indexing import _digest
+from pathrag.llm_calls import cache_key
 from pathrag.store import LOCK_FILE, STORE_FILE, StoreError, StoreLocked
 
 from .fakes import ScriptedLLM
@@ -57,8 +57,8 @@ def answer(result: RetrievalResult) -> tuple:
 def contents(index: PathRAGIndex) -> dict[str, Any]:
     """Everything a commit decides: documents, live chunks, graph and vectors."""
     return {
-        "documents": {k: v["hash"] for k, v in sorted(index.documents.items())},
-        "live chunks": sorted(cid for cid, c in index.chunks.items() if c["refs"]),
+        "documents": {k: v.hash for k, v in sorted(index.documents.items())},
+        "live chunks": sorted(cid for cid, c in index.chunks.items() if c.refs),
         "entities": sorted(e.model_dump_json() for e in index.graph.iter_entities()),
         "relations": sorted(r.model_dump_json() for r in index.graph.iter_relations()),
         "vectors": {name: sorted((i, v.get(i).text) for i in v.ids())  # type: ignore[union-attr]
@@ -250,7 +250,7 @@ def run_kill_trials(workdir: Path, trials: int, *, seed: int = 0, delay: float =
     clean_llm = ScriptedLLM()
     committed: list[dict[str, Any]] = [contents(open_index(workdir / "empty"))]
     run_plan(workdir / "clean", clean_llm, after_step=lambda index: committed.append(contents(index)))
-    needed = {_digest(clean_llm.name, p): p for p in clean_llm.prompts}
+    needed = {cache_key(clean_llm.name, p): p for p in clean_llm.prompts}
     for name in ("warm", "timed"):  # the first start also starts the fork server: not timed
         started = time.monotonic()
         proc = ctx.Process(target=_plan_worker, args=(str(workdir / name), delay))
@@ -288,7 +288,7 @@ def run_kill_trials(workdir: Path, trials: int, *, seed: int = 0, delay: float =
         if _state(trial) != ([], committed[-1]):
             report.rerun_wrong += 1
             report.problems.append(f"trial {n}: the re-run's store differs from an uninterrupted run's")
-        paid = sorted(_digest(llm.name, p) for p in llm.prompts)
+        paid = sorted(cache_key(llm.name, p) for p in llm.prompts)
         report.unpaid_calls += len(unpaid)
         if paid != sorted(unpaid):
             report.repaid += 1

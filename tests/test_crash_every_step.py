@@ -23,7 +23,7 @@ import pytest
 
 import pathrag.store as store_module
 from pathrag import Document, Entity, HashingEmbedder, IndexConfig, PathRAGIndex, Relation
-from pathrag.indexing import _digest
+from pathrag.llm_calls import cache_key
 
 from .fakes import ScriptedLLM
 
@@ -68,7 +68,7 @@ def state(directory: Path) -> dict:
         assert index.check() == []  # documents, chunks, graph and vectors agree
         return {
             "documents": dict(sorted(index.documents.items())),
-            "live chunks": sorted(cid for cid, c in index.chunks.items() if c["refs"]),
+            "live chunks": sorted(cid for cid, c in index.chunks.items() if c.refs),
             "entities": sorted(e.model_dump_json() for e in index.graph.iter_entities()),
             "relations": sorted(r.model_dump_json() for r in index.graph.iter_relations()),
             "vectors": {name: sorted((i, v.get(i).text) for i in v.ids()) for name, v in index.vector_indexes.items()},
@@ -130,7 +130,7 @@ def test_a_crash_after_any_write_step_leaves_the_state_before_or_after(
     steps = store_module.write_steps
     index.close()
     after = state(clean)
-    prompts = {_digest(llm.name, p): p for p in llm.prompts}  # every LLM answer the operation needs
+    prompts = {cache_key(llm.name, p): p for p in llm.prompts}  # every LLM answer the operation needs
     assert after != before and steps > 2
 
     outcomes = {"before": 0, "after": 0}

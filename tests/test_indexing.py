@@ -58,7 +58,7 @@ def snapshot(index: PathRAGIndex) -> dict:
         "entities": sorted((e.model_dump_json() for e in g.iter_entities())),
         "relations": sorted((r.model_dump_json() for r in g.iter_relations())),
         "vectors": {name: sorted((i, idx.get(i).text) for i in idx.ids()) for name, idx in index.vector_indexes.items()},
-        "documents": {k: v["chunks"] for k, v in index.documents.items()},
+        "documents": {k: v.chunks for k, v in index.documents.items()},
     }
 
 

@@ -47,7 +47,7 @@ async def test_add_documents_sync_and_async_build_the_same_index():
     await asy.aadd_documents([HARBOUR, WALL])
     assert sync.as_retriever().invoke(QUESTION) == asy.as_retriever().invoke(QUESTION)
     assert sorted(sync.index.documents) == ["harbour", "wall"]
-    assert sync.index.documents["wall"]["metadata"] == {"source": "wall.txt"}
+    assert sync.index.documents["wall"].metadata == {"source": "wall.txt"}
 
 
 def test_unchanged_documents_cost_nothing_and_ids_come_from_content_without_an_id():
@@ -174,7 +174,7 @@ def test_bad_input():
     # metadata that JSON cannot hold is kept as text
     dated = Document(page_content=HARBOUR.page_content, id="d", metadata={"at": datetime.date(2024, 5, 1)})
     indexer.add_documents([dated])
-    assert indexer.index.documents["d"]["metadata"] == {"at": "2024-05-01"}
+    assert indexer.index.documents["d"].metadata == {"at": "2024-05-01"}
     without_llm = PathRAGIndexer(embeddings=embeddings())
     with pytest.raises(ValueError, match="has no llm"):
         without_llm.add_documents([HARBOUR])

@@ -50,7 +50,7 @@ async def test_add_texts_returns_ids_and_adding_the_same_text_again_costs_nothin
     indexer = PathRAGIndexer(llm, embeddings())
     ids = indexer.add_texts([HARBOUR.page_content, WALL.page_content], metadatas=[{"source": "h"}, {"source": "w"}])
     assert len(ids) == 2 and sorted(indexer.index.documents) == sorted(ids)
-    assert [indexer.index.documents[i]["metadata"] for i in ids] == [{"source": "h"}, {"source": "w"}]
+    assert [indexer.index.documents[i].metadata for i in ids] == [{"source": "h"}, {"source": "w"}]
     calls = len(llm.prompts)
     assert indexer.add_texts([WALL.page_content]) == ids[1:] and len(llm.prompts) == calls
     assert await indexer.aadd_texts(["ENTITY Ida | person | Diver."], ids=["ida"]) == ["ida"]

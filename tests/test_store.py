@@ -42,7 +42,7 @@ def open_index(directory: Path, llm=None, dims: int = 256, **kwargs) -> PathRAGI
 def contents(index: PathRAGIndex) -> dict:
     return {
         "stats": index.stats(),
-        "documents": dict(sorted(index.documents.items())),
+        "documents": {doc_id: doc.row() for doc_id, doc in sorted(index.documents.items())},
         "entities": sorted(e.model_dump_json() for e in index.graph.iter_entities()),
         "relations": sorted(r.model_dump_json() for r in index.graph.iter_relations()),
         "vectors": {n: sorted(i.ids()) for n, i in index.vector_indexes.items()},

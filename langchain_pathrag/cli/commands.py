@@ -298,7 +298,7 @@ def stats(store: Path = STORE, check: bool = typer.Option(
         counts = idx.stats()
         names = [e.name for e in idx.graph.iter_entities()]  # type: ignore[attr-defined]
         degree = {n: hood.degree for n, hood in idx.graph.neighborhoods(dict.fromkeys(names, 0)).items()}
-        documents = {doc_id: len(doc["chunks"]) for doc_id, doc in sorted(idx.documents.items())}
+        documents = {doc_id: len(doc.chunks) for doc_id, doc in sorted(idx.documents.items())}
     rows: list[tuple[str, Any]] = [
         ("documents", counts["documents"]), ("chunks", counts["chunks"]), ("entities", counts["entities"]),
         ("relations", counts["relations"]), ("embeddings", describe_embeddings(meta["embeddings"]) if meta else "?")]

@@ -253,11 +253,11 @@ def read_questions(path: str | Path) -> list[Question]:
 
 def index_passages(index: PathRAGIndex) -> list[str]:
     """The text of every live chunk of ``index``, by document id, then position (imported records have none)."""
-    ids = [cid for doc_id in sorted(index.documents) for cid in index.documents[doc_id].get("chunks", ())]
+    ids = [cid for doc_id in sorted(index.documents) for cid in index.documents[doc_id].chunks]
     if callable(getattr(index, "chunk_texts", None)):  # reads only the texts, not the extraction records
         texts = index.chunk_texts(ids)
     else:
-        texts = {cid: (index.chunks.get(cid) or {}).get("text") or "" for cid in ids}
+        texts = {cid: chunk.text if (chunk := index.chunks.get(cid)) is not None else "" for cid in ids}
     passages = list(dict.fromkeys(t.strip() for cid in ids if (t := texts.get(cid)) and t.strip()))
     if not passages:  # an imported graph's passages live in the chunk index only
         passages = [text for cid in _index_ids(index.chunk_index) if (text := _item_text(index.chunk_index, cid))]

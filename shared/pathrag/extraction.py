@@ -69,11 +69,13 @@ __all__ = [
     "ExtractionResult",
     "build_extraction_prompt",
     "build_gleaning_prompt",
+    "clean_description",
     "extract_records",
     "normalize_name",
     "normalize_type",
     "parse_answers",
     "parse_extraction",
+    "split_keywords",
 ]
 
 MIN_STRENGTH, MAX_STRENGTH = 1.0, 10.0
@@ -293,15 +295,25 @@ def normalize_type(entity_type: str) -> str:
     return _clean(entity_type).lower()
 
 
-def _clean_text(text: str) -> str:
-    """Collapse whitespace and drop one pair of quotes wrapping the whole text."""
+def clean_description(text: str) -> str:
+    """A description as records keep it: whitespace collapsed, one pair of quotes wrapping the whole
+    text dropped.
+
+    >>> clean_description(' "A  harbour   pilot." ')
+    'A harbour pilot.'
+    """
     text = " ".join(text.split())
     if len(text) > 1 and (text[0], text[-1]) in {('"', '"'), ("'", "'"), ("“", "”"), ("‘", "’"), ("`", "`")}:
         text = " ".join(text[1:-1].split())
     return text
 
 
-def _keywords(fields: Iterable[str]) -> list[str]:
+def split_keywords(fields: Iterable[str]) -> list[str]:
+    """Keywords from fields of comma- (or semicolon-) separated words: cleaned, distinct, in order.
+
+    >>> split_keywords(["sea, ships; navigation", "ships"])
+    ['sea', 'ships', 'navigation']
+    """
     words = (_clean(w) for f in fields for w in re.split(r"[,;，、；]", f))
     return list(dict.fromkeys(w for w in words if w))
 
@@ -390,7 +402,7 @@ def _entity(fields: list[str], fmt: ExtractionFormat, source_ids: tuple[str, ...
     name = normalize_name(fields[0])
     if len(fields) < 3 or not name:
         return None
-    description = _clean_text(fmt.tuple_delimiter.join(fields[2:]))
+    description = clean_description(fmt.tuple_delimiter.join(fields[2:]))
     return Entity(name=name, type=normalize_type(fields[1]), description=description, source_ids=source_ids)
 
 
@@ -403,8 +415,8 @@ def _relation(fields: list[str], fmt: ExtractionFormat, source_ids: tuple[str, .
     return Relation(
         source=source,
         target=target,
-        description=_clean_text(fmt.tuple_delimiter.join(fields[2:-2])),
-        keywords=_keywords(fields[-2:-1]),
+        description=clean_description(fmt.tuple_delimiter.join(fields[2:-2])),
+        keywords=split_keywords(fields[-2:-1]),
         weight=_strength(fields[-1]),
         source_ids=source_ids,
     )
@@ -434,7 +446,7 @@ def parse_extraction(
         elif tag.startswith("relation"):
             record = _relation(fields, fmt, source_ids)
         else:
-            words = _keywords(fields)
+            words = split_keywords(fields)
             result.content_keywords.extend(words)
             result.skipped += not words
             continue

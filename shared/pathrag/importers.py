@@ -42,7 +42,7 @@ edge ``source_id``                  ``Relation.source_ids``
 ==================================  ====================================================================
 
 HippoRAG OpenIE JSON (``{"docs": [...]}`` or the list itself; one item per passage): ``passage`` (else
-``title`` + newline + ``text``, else ``text``) → one chunk whose id is :func:`pathrag.indexing.chunk_id` of
+``title`` + newline + ``text``, else ``text``) → one chunk whose id is :func:`pathrag.records.chunk_id` of
 the text, cited by everything extracted from it; ``extracted_entities`` → entities (no type, no
 description); each ``extracted_triples`` row ``[subject, predicate, object]`` → a relation subject → object
 with keyword ``predicate`` and description ``"subject predicate object"`` (the triple read as a
@@ -52,7 +52,7 @@ LangChain graph documents (anything with ``.nodes``, ``.relationships`` and ``.s
 name, ``Node.type`` → type (the default ``Node`` → empty), ``properties["description"]`` → description;
 ``Relationship.type`` → a keyword, its ``properties["description"]`` / ``["weight"]`` → description /
 weight (default 1, so repeated relations count their mentions); ``source.page_content`` → one chunk whose
-id is :func:`pathrag.indexing.chunk_id` of the text, the source id of everything in that document.
+id is :func:`pathrag.records.chunk_id` of the text, the source id of everything in that document.
 
 LlamaIndex property graph store (``get()`` and ``get_triplets(ids=...)``): ``EntityNode.name`` → name,
 ``label`` → type (the default ``entity`` → empty), ``properties["description"]`` (or
@@ -90,11 +90,13 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .extraction import _clean_text, _keywords, normalize_name, normalize_type
+from .extraction import clean_description, normalize_name, normalize_type, split_keywords
 from .graph import GraphStore
-from .indexing import PathRAGIndex, aput_vectors, chunk_id, run_sync, chunk_metadata, entity_vector_id, entity_vector_item, relation_vector_id, relation_vector_item
-from .merging import join_descriptions, merge_entity, merge_relation, relation_key
+from .indexing import PathRAGIndex, aput_vectors, run_sync
+from .merging import join_descriptions, merge_records, relation_key
 from .models import Entity, Relation
+from .records import chunk_id
+from .vector_items import chunk_metadata, entity_vector_id, entity_vector_item, relation_vector_id, relation_vector_item
 from .vectors import VectorIndex, VectorItem
 
 __all__ = ["ImportSummary", "import_graph_documents", "import_lightrag", "import_openie", "import_property_graph"]
@@ -174,7 +176,7 @@ class _Collector:
         for key, raw in ((a, source), (b, target)):
             self.spellings.setdefault(key, set()).add(str(raw).strip())
         self.relations.setdefault((a, b), []).append(Relation(
-            source=a, target=b, description=_description(descriptions), keywords=_keywords(_strings(keywords)),
+            source=a, target=b, description=_description(descriptions), keywords=split_keywords(_strings(keywords)),
             weight=_weight(weight), source_ids=_strings(source_ids)))
 
     def _mentions(self) -> dict[str, set[str]]:
@@ -199,15 +201,9 @@ class _Collector:
     ) -> ImportSummary:
         """Merge and write everything; ``vectors`` maps index name -> item id -> a vector to reuse."""
         graph, directed, indexes = target.graph, target.directed, target.indexes
-        grouped: dict[tuple[str, str], list[Relation]] = {}
-        endpoint_sources: dict[str, list[str]] = {}
-        for (a, b), records in self.relations.items():
-            grouped.setdefault(relation_key(a, b, directed=directed), []).extend(records)
-            for end in (a, b):
-                endpoint_sources.setdefault(end, []).extend(s for r in records for s in r.source_ids)
-        entities = [merge_entity(name, self.entities.get(name, []), extra_source_ids=endpoint_sources.get(name, ()))
-                    for name in dict.fromkeys([*self.entities, *endpoint_sources])]
-        relations = [merge_relation(records) for records in grouped.values()]
+        entity_records = [e for records in self.entities.values() for e in records]
+        relation_records = [r for records in self.relations.values() for r in records]
+        entities, relations = merge_records(entity_records, relation_records, directed=directed)
         mentions = self._mentions()
         items = {
             "entities": [entity_vector_item(e) for e in entities],
@@ -221,9 +217,9 @@ class _Collector:
             # the rebuild finds those items unchanged), and the passages; all in the records' one commit
             put = {name: items[name] if name == "chunks" else [i for i in items[name] if i.id in vectors.get(name, {})]
                    for name, index in indexes.items() if index is not None}
-            bare = [Entity(name=n, source_ids=endpoint_sources[n]) for n in endpoint_sources if n not in self.entities]
-            target.index.add_records(document_id, [*(e for rs in self.entities.values() for e in rs), *bare],
-                                     [r for rs in self.relations.values() for r in rs], vector_items=put,
+            # an entity named only as a relation end goes in as a bare record citing those relations' sources
+            bare = [Entity(name=e.name, source_ids=e.source_ids) for e in entities if e.name not in self.entities]
+            target.index.add_records(document_id, [*entity_records, *bare], relation_records, vector_items=put,
                                      vectors=vectors)
             summary.vectors_reused += sum(i.id in vectors.get(name, {}) for name, got in put.items() for i in got)
         else:
@@ -461,7 +457,7 @@ def _split(value: Any) -> list[str]:
 
 
 def _description(parts: Iterable[Any]) -> str:
-    return join_descriptions(_clean_text(p) for p in _strings(parts))
+    return join_descriptions(clean_description(p) for p in _strings(parts))
 
 
 def _weight(value: Any) -> float:

@@ -14,6 +14,12 @@ re-extracts only chunks whose results were not saved. Everything else a commit c
 graph, vectors, summaries) is written in one transaction: visible all at once or not at all.
 A directory in the older JSON format is migrated on first open.
 
+:class:`PathRAGIndex` coordinates; each concern lives in its own module: the typed document and chunk
+records and their rows in the store in :mod:`pathrag.records`, the LLM calls (cache, retries,
+concurrency, usage) in :mod:`pathrag.llm_calls`, the rebuild of entities, relations and their vectors
+from the chunk records in :mod:`pathrag.rebuild` (merged by :func:`pathrag.merging.merge_records`), and
+what gets embedded under which id in :mod:`pathrag.vector_items`.
+
 >>> import asyncio
 >>> from pathrag import PathRAGIndex, HashingEmbedder
 >>> async def llm(prompt):
@@ -28,30 +34,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import hashlib
 import json
 import logging
 import os
 import shutil
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterator, MutableMapping  # (kept apart: the rows the store fetches lazily)
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 from tqdm.auto import tqdm
 
 from .extraction import ExtractionConfig, check_name, extract_records
 from .graph import GraphStore, NetworkXGraphStore
 from .llm import LanguageModel, as_language_model
-from .merging import merge_entity, merge_relation, relation_key
+from .llm_calls import LLMCaller, OperationCalls
+from .merging import relation_key
 from .models import Entity, Relation
-from .prompts import build_summary_prompt
+from .rebuild import Rebuilt, Summariser, rebuild, sync_chunk_vectors
+from .records import ChunkRecord, DocumentRecord, RecordTables, StringTable, TableCopies, chunk_id, cited, digest
 from .retrieval import RetrievalResult, aretrieve, retrieve
 from .store import (
     STORE_FILE,
@@ -60,22 +64,20 @@ from .store import (
     SQLiteVectorIndex,
     StoreError,
     WriterLock,
-    dumps,
-    mentioned_names,
     migrate_json_store,
-    pack_records,
-    pack_text,
     unpack_records,
-    unpack_text,
     write_snapshot,
 )
-from .tokens import TokenCounter, count_tokens
+from .tokens import TokenCounter
+from .vector_items import entity_vector_id, entity_vector_item, relation_vector_id, relation_vector_item
 from .vectors import Embedder, InMemoryVectorIndex, VectorIndex, VectorItem
 
 __all__ = [
     "ChunkFailure",
+    "ChunkRecord",
     "DeleteSummary",
     "Document",
+    "DocumentRecord",
     "IndexConfig",
     "InsertSummary",
     "PathRAGIndex",
@@ -106,50 +108,6 @@ def embedder_name_of(embedder: Embedder | None) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
-
-
-def chunk_id(text: str) -> str:
-    """Content id of a chunk: the same text always gets the same id."""
-    return f"chunk-{_digest(text)}"
-
-
-def entity_vector_id(name: str) -> str:
-    return f"ent-{_digest(name)}"
-
-
-def relation_vector_id(key: tuple[str, str]) -> str:
-    return f"rel-{_digest(*key)}"
-
-
-def chunk_metadata(cid: str, entities: Iterable[str]) -> dict[str, Any]:
-    """A chunk vector's metadata: its id and the entities extracted from it (retrieval starts the flow
-    from the best passage's entities)."""
-    return {"chunk_id": cid, "entities": sorted(set(entities))}
-
-
-def _mentioned(chunk: Mapping[str, Any]) -> list[str]:
-    """The entity names a chunk's extraction records name, relation ends included."""
-    names = [e["name"] for e in chunk.get("entities", ())]
-    for r in chunk.get("relations", ()):
-        names += [r["source"], r["target"]]
-    return names
-
-
-def entity_vector_item(entity: Entity) -> VectorItem:
-    """How an entity is embedded: its name and description."""
-    return VectorItem(entity_vector_id(entity.name), f"{entity.name}\n{entity.description}".strip(),
-                      {"name": entity.name})
-
-
-def relation_vector_item(relation: Relation, *, directed: bool = False) -> VectorItem:
-    """How a relation is embedded: keywords, endpoints and description."""
-    text = f"{', '.join(relation.keywords)}\n{relation.source}\n{relation.target}\n{relation.description}"
-    return VectorItem(relation_vector_id(relation_key(relation.source, relation.target, directed=directed)),
-                      text.strip(), {"source": relation.source, "target": relation.target})
-
-
 class Document(BaseModel):
     """A document to index: its text, or its chunks already split (the adapters use their splitters).
 
@@ -168,7 +126,7 @@ class Document(BaseModel):
         return [t for t in texts if t.strip()]
 
     def content_hash(self) -> str:
-        return _digest(*self.chunk_texts())
+        return digest(*self.chunk_texts())
 
 
 @dataclass(frozen=True)
@@ -236,22 +194,6 @@ class DeleteSummary:
     llm_calls: int = 0
 
 
-class _Run:
-    """What the concurrent LLM calls of one insert or delete share: the limit and the counters."""
-
-    def __init__(self, max_concurrency: int) -> None:
-        self.semaphore = asyncio.Semaphore(max_concurrency)  # created inside the operation's own loop
-        self.calls = self.hits = self.prompt_tokens = self.completion_tokens = 0
-
-
-@dataclass
-class _Rebuilt:
-    entities: list[Entity]
-    relations: list[Relation]
-    gone_entities: list[str]
-    gone_relations: list[tuple[str, str]]
-
-
 class PathRAGIndex:
     """A PathRAG knowledge-graph index, optionally persisted under ``directory``.
 
@@ -298,74 +240,42 @@ class PathRAGIndex:
             graph = (SQLiteGraphStore(store, directed_relations=self.config.directed_relations) if store is not None
                      else NetworkXGraphStore(directed_relations=self.config.directed_relations))
         self.graph = graph
-        # Rows of the store, fetched on first use (a retrieval never needs them, a write only its own).
-        self._documents: _LazyRows = _LazyRows()
-        self._chunks: _LazyRows = _LazyRows()
-        # In memory: entity name -> ids of the chunks whose records mention it (a store has a table).
-        self._mentions: dict[str, set[str]] = {}
-        self._reset_tables()
-        self._dirty_documents: set[str] = set()
+        # Document and chunk records: rows of the store fetched on first use (a retrieval never needs
+        # them, a write only its own), or dicts in memory.
+        self._records = RecordTables(store)
         self._seen_commit = -1  # the store's commit counter when the tables above were loaded or written
         # Without a store: commits so far (odd while one runs) and, while one runs, a copy of the graph and
         # vector indexes as they were before it, for readers (see _committing and aread_committed).
         self._read_state: tuple[int, _Frozen | None] = (0, None)
         self._writer_lock = WriterLock(self.directory) if store is not None else None  # type: ignore[arg-type]
-        self.summaries = _Table(store, "summaries", "text")  # apart from the optional cache: deletes must not pay
-        self._cache = _Table(store, "llm_cache", "answer", packed=True)  # kept compressed: rarely read
+        self.summaries = StringTable(store, "summaries", "text")  # apart from the optional cache: deletes must not pay
+        self._cache = StringTable(store, "llm_cache", "answer", packed=True)  # kept compressed: rarely read
+        config = self.config
+        self._llm_calls = LLMCaller(self._cache, use_cache=config.cache, max_attempts=config.max_attempts,
+                                    retry_initial_wait=config.retry_initial_wait,
+                                    retry_max_wait=config.retry_max_wait, token_counter=config.token_counter)
+        self._summariser = Summariser(self.summaries, threshold_tokens=config.summary_threshold_tokens,
+                                      max_words=config.summary_max_words, language=config.extraction.language,
+                                      token_counter=config.token_counter)
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
-        self._line_tokens = functools.lru_cache(maxsize=8192)(
-            lambda line: count_tokens(line, self.config.token_counter))
 
     # -- the document and chunk tables, loaded on first use ------------------------------------------
 
     @property
-    def documents(self) -> MutableMapping[str, dict[str, Any]]:
-        """Document id -> ``{"hash", "chunks", "metadata", "failed"}`` (read-only for callers; iterating
+    def documents(self) -> MutableMapping[str, DocumentRecord]:
+        """Document id -> its :class:`~pathrag.records.DocumentRecord` (read-only for callers; iterating
         it reads every document of the store)."""
-        return self._documents
+        return self._records.documents
 
     @property
-    def chunks(self) -> MutableMapping[str, dict[str, Any]]:
-        """Chunk id -> its text, extraction records and ``refs`` (document id -> position)."""
-        return self._chunks
-
-    def _reset_tables(self) -> None:
-        """Forget what was fetched from the store (after a rollback, or another process's commit)."""
-        store = self._store
-        if store is None:
-            return
-        self._documents = _LazyRows(functools.partial(_fetch_documents, store), functools.partial(_fetch_documents, store, None))
-        self._chunks = _LazyRows(functools.partial(_fetch_chunks, store), functools.partial(_fetch_chunks, store, None))
-
-    def _note_mentions(self, chunk: dict[str, Any], *, forget: bool = False) -> None:
-        """Keep the chunk's mentions: a row per entity name in the store, else in memory."""
-        names = mentioned_names(chunk["entities"], chunk["relations"])
-        if self._store is not None:
-            if not forget:
-                self._store.executemany("INSERT OR IGNORE INTO mentions VALUES (?, ?)",
-                                        [(n, chunk["id"]) for n in names])
-            return  # forgetting: the chunk's rows go with it (see _sync_chunk_vectors)
-        for name in names:
-            if forget:
-                held = self._mentions.get(name)
-                if held is not None:
-                    held.discard(chunk["id"])
-                    if not held:
-                        del self._mentions[name]
-            else:
-                self._mentions.setdefault(name, set()).add(chunk["id"])
+    def chunks(self) -> MutableMapping[str, ChunkRecord]:
+        """Chunk id -> its :class:`~pathrag.records.ChunkRecord`: text, extraction records and ``refs``
+        (document id -> position)."""
+        return self._records.chunks
 
     def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
         """The text of each live chunk among ``ids`` (unknown, released and record-only chunks are left out)."""
-        ids = list(dict.fromkeys(ids))
-        if self._store is not None:
-            rows = self._store.read(
-                "SELECT c.id, c.text FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?)) AND c.text != '' "
-                "AND EXISTS (SELECT 1 FROM doc_chunks d WHERE d.chunk_id = c.id)", (dumps(ids),))
-            found = dict(rows)
-            return {cid: found[cid] for cid in ids if cid in found}
-        return {cid: chunk["text"] for cid in ids
-                if (chunk := self.chunks.get(cid)) is not None and chunk["refs"] and chunk["text"]}
+        return self._records.chunk_texts(ids)
 
     @contextlib.contextmanager
     def _committing(self) -> Any:
@@ -377,7 +287,7 @@ class PathRAGIndex:
         if self._store is None:
             version = self._read_state[0]
             before = self._frozen()
-            tables = self._table_copies()
+            tables = self._records.copies()
             self._read_state = (version + 1, before)
             try:
                 yield
@@ -387,19 +297,19 @@ class PathRAGIndex:
             finally:
                 self._read_state = (version + 2, None)
             return
-        self._dirty_documents = set()
+        self._records.start_commit()
         try:
             with self._store.transaction():
                 yield
-                self._write_documents()
+                self._records.write_documents()
                 self._seen_commit = self._store.count_commit()
         except BaseException:
-            self._reset_tables()  # they may hold the rolled-back changes
+            self._records.reset()  # they may hold the rolled-back changes
             for table in (self._cache, self.summaries):  # paid-for answers are kept all the same
                 table.flush_pending()
             raise
         else:
-            self._reset_tables()  # committed: a long-lived writer keeps no more than one write's rows
+            self._records.reset()  # committed: a long-lived writer keeps no more than one write's rows
         finally:
             for table in (self._cache, self.summaries):
                 table.clear_pending()
@@ -425,7 +335,7 @@ class PathRAGIndex:
             try:
                 current = self._store.commit_count()
                 if current != self._seen_commit:  # written by someone else meanwhile (or never read): reload
-                    self._reset_tables()
+                    self._records.reset()
                     self._seen_commit = current
                 yield
             finally:
@@ -505,18 +415,17 @@ class PathRAGIndex:
         async with self._writing():
             entity_rows = [e.model_dump(mode="json") for e in entities]
             relation_rows = [r.model_dump(mode="json") for r in relations]
-            content = _digest(document_id, json.dumps([entity_rows, relation_rows], sort_keys=True))
+            content = digest(document_id, json.dumps([entity_rows, relation_rows], sort_keys=True))
             old = self.documents.get(document_id)
-            if old is not None and old["hash"] == content:
+            if old is not None and old.hash == content:
                 return InsertSummary(unchanged=1)
             self._check_writable()
-            run = _Run(self.config.max_concurrency)
+            run = OperationCalls(self.config.max_concurrency)
             with self._committing():
-                released = self._unref(document_id, old["chunks"]) if old is not None else set()
+                released = self._records.unref(document_id, old.chunks) if old is not None else set()
                 cid = f"records-{content}"
-                self._store_chunk(cid, "", entity_rows, relation_rows)["refs"][document_id] = 0
-                self._set_document(document_id, {"hash": content, "chunks": [cid], "metadata": {"records": True},
-                                                 "failed": []})
+                self._records.store_chunk(cid, "", entity_rows, relation_rows).refs[document_id] = 0
+                self._records.set_document(document_id, DocumentRecord(content, [cid], {"records": True}, []))
                 released.discard(cid)
                 for name, items in vector_items.items():
                     await aput_vectors(self.vector_indexes[name], items, vectors.get(name, {}))
@@ -598,12 +507,7 @@ class PathRAGIndex:
         """Whether a read of the live objects (no copy) overlapped the start of a commit."""
         return seen[1] is None and self._read_state[0] != seen[0]
 
-    def _table_copies(self) -> tuple[dict[str, Any], dict[str, Any], dict[str, set[str]]]:
-        """The in-memory document, chunk and mention tables, copied deep enough for a commit to change."""
-        chunks = {cid: {**chunk, "refs": dict(chunk["refs"])} for cid, chunk in self.chunks.items()}
-        return dict(self.documents), chunks, {name: set(ids) for name, ids in self._mentions.items()}
-
-    def _roll_back(self, before: _Frozen, tables: tuple[dict[str, Any], dict[str, Any], dict[str, set[str]]]) -> None:
+    def _roll_back(self, before: _Frozen, tables: TableCopies) -> None:
         """Return an in-memory index to ``before`` (copied again: readers may still hold ``before``)."""
         graph, indexes = before
         if graph is not self.graph and isinstance(self.graph, NetworkXGraphStore):
@@ -611,10 +515,7 @@ class PathRAGIndex:
         for name, index in self.vector_indexes.items():
             if isinstance(index, InMemoryVectorIndex) and isinstance(indexes[name], InMemoryVectorIndex):
                 index.restore(indexes[name])  # type: ignore[arg-type]
-        documents, chunks, self._mentions = tables
-        self._documents, self._chunks = _LazyRows(), _LazyRows()
-        self._documents.update(documents)
-        self._chunks.update(chunks)
+        self._records.restore(tables)
 
     def _frozen(self) -> _Frozen:
         """The graph and vector indexes as they are now, copied where this index owns them in memory (the
@@ -659,17 +560,17 @@ class PathRAGIndex:
         problems: list[str] = []
         directed = self.config.directed_relations
         for doc_id, doc in sorted(self.documents.items()):
-            lost = [c for c in doc["chunks"] if c not in self.chunks and c not in doc["failed"]]
+            lost = [c for c in doc.chunks if c not in self.chunks and c not in doc.failed]
             if lost:
                 problems.append(f"document {doc_id!r}: {len(lost)} chunk(s) missing, e.g. {lost[0]}")
         names: set[str] = set()
         keys: set[tuple[str, str]] = set()
         # passages an import's records cite: an importer put them in the chunk index
-        cited = _cited(c for c in self.chunks.values() if c["refs"] and not c["text"])
+        passages = cited(c for c in self.chunks.values() if c.refs and not c.text)
         for chunk in self.chunks.values():
-            if chunk["refs"]:
-                names.update(e["name"] for e in chunk["entities"])
-                for r in chunk["relations"]:
+            if chunk.refs:
+                names.update(e["name"] for e in chunk.entities)
+                for r in chunk.relations:
                     names.update((r["source"], r["target"]))
                     keys.add(relation_key(r["source"], r["target"], directed=directed))
         if isinstance(self.graph, (SQLiteGraphStore, NetworkXGraphStore)):
@@ -684,11 +585,11 @@ class PathRAGIndex:
                                     f"e.g. {sorted(missing)[0]}")
         wanted = {"entities": {entity_vector_id(n) for n in names},
                   "relations": {relation_vector_id(k) for k in keys},
-                  "chunks": {c for c, chunk in self.chunks.items() if chunk["refs"] and chunk["text"]}}
+                  "chunks": {c for c, chunk in self.chunks.items() if chunk.refs and chunk.text}}
         for name, index in self.vector_indexes.items():
             if isinstance(index, (SQLiteVectorIndex, InMemoryVectorIndex)):
                 held = set(index.ids())
-                want = wanted[name] | (held & cited if name == "chunks" else set())
+                want = wanted[name] | (held & passages if name == "chunks" else set())
                 if held != want:
                     problems.append(f"{name} vectors: {len(want - held)} missing, "
                                     f"{len(held - want)} without an owner")
@@ -704,25 +605,25 @@ class PathRAGIndex:
             # an import's records live in a chunk without text: it is not a passage
             (chunks,), = store.read("SELECT COUNT(DISTINCT d.chunk_id) FROM doc_chunks d "
                                     "JOIN chunks c ON c.id = d.chunk_id WHERE c.text != ''")
-            records = store.read("SELECT d.doc_id, c.records FROM doc_chunks d JOIN chunks c ON c.id = d.chunk_id "
-                                 "WHERE c.text = '' AND c.id LIKE 'records-%'")
-            held = [unpack_records(blob) for _, blob in records]
+            records = store.read("SELECT d.doc_id, c.id, c.records FROM doc_chunks d "
+                                 "JOIN chunks c ON c.id = d.chunk_id WHERE c.text = '' AND c.id LIKE 'records-%'")
+            held = [_record_chunk(cid, blob) for _, cid, blob in records]
             # an import's passages: chunk vectors without a chunk row, cited by a live import's records
-            cited = _cited(held)
-            imported = sum(vid in cited for (vid,) in store.read(
+            passages = cited(held)
+            imported = sum(vid in passages for (vid,) in store.read(
                 "SELECT v.id FROM vectors v WHERE v.space = 'chunks' "
                 "AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = v.id)"))
             counts = {"documents": documents, "chunks": chunks + imported,
-                      "imports": len({doc_id for doc_id, _ in records})}
+                      "imports": len({doc_id for doc_id, _, _ in records})}
         else:
-            live = {cid: c for cid, c in self.chunks.items() if c["refs"]}
-            held = [c for cid, c in live.items() if not c["text"] and cid.startswith("records-")]
-            own, cited = self.chunk_index, _cited(held)
-            imported = (sum(cid in cited and cid not in self.chunks for cid in own.ids())
+            live = {cid: c for cid, c in self.chunks.items() if c.refs}
+            held = [c for cid, c in live.items() if not c.text and cid.startswith("records-")]
+            own, passages = self.chunk_index, cited(held)
+            imported = (sum(cid in passages and cid not in self.chunks for cid in own.ids())
                         if isinstance(own, InMemoryVectorIndex) else 0)
-            counts = {"documents": len(self.documents), "chunks": sum(1 for c in live.values() if c["text"]) + imported,
-                      "imports": len({doc_id for c in held for doc_id in c["refs"]})}
-        counts["records"] = sum(len(r.get("entities", ())) + len(r.get("relations", ())) for r in held)
+            counts = {"documents": len(self.documents), "chunks": sum(1 for c in live.values() if c.text) + imported,
+                      "imports": len({doc_id for c in held for doc_id in c.refs})}
+        counts["records"] = sum(len(c.entities) + len(c.relations) for c in held)
         if isinstance(self.graph, NetworkXGraphStore):
             counts.update(entities=len(self.graph.graph), relations=self.graph.graph.number_of_edges())
         elif isinstance(self.graph, SQLiteGraphStore):
@@ -733,7 +634,7 @@ class PathRAGIndex:
 
     async def _insert(self, documents: list[Document]) -> InsertSummary:
         summary = InsertSummary()
-        run = _Run(self.config.max_concurrency)
+        run = OperationCalls(self.config.max_concurrency)
         todo: dict[str, tuple[Document, str, dict[str, str]]] = {}  # id -> (doc, content hash, chunk id -> text)
         given: dict[str, str] = {}
         self.documents.prefetch(d.id or f"doc-{d.content_hash()}" for d in documents)  # type: ignore[attr-defined]
@@ -746,7 +647,7 @@ class PathRAGIndex:
             known = self.documents.get(doc_id)
             if not doc.chunk_texts() and known is None:
                 continue  # an empty document nobody knows: nothing to do
-            if doc_id in todo or (known and known["hash"] == content and not known["failed"]):
+            if doc_id in todo or (known and known.hash == content and not known.failed):
                 summary.unchanged += 1
                 continue
             todo[doc_id] = (doc, content, {chunk_id(t): t for t in doc.chunk_texts()})
@@ -768,20 +669,20 @@ class PathRAGIndex:
             for doc_id, (doc, content, chunks) in todo.items():
                 old = self.documents.get(doc_id)
                 if old is not None:  # a changed document replaces its previous version
-                    released.update(self._unref(doc_id, old["chunks"]))
+                    released.update(self._records.unref(doc_id, old.chunks))
                 chunk_ids = list(chunks)
                 for position, cid in enumerate(chunk_ids):
                     if cid in self.chunks:
-                        if not self.chunks[cid]["refs"] or cid in released:
+                        if not self.chunks[cid].refs or cid in released:
                             newly_live.append(cid)
-                        self.chunks[cid]["refs"][doc_id] = position
+                        self.chunks[cid].refs[doc_id] = position
                         touched_chunks.append(cid)
                 if not chunk_ids:  # the document was emptied: it goes, as with delete()
-                    self._set_document(doc_id, None)
+                    self._records.set_document(doc_id, None)
                     summary.removed += 1
                     continue
-                self._set_document(doc_id, {"hash": content, "chunks": chunk_ids, "metadata": doc.metadata,
-                                            "failed": sorted(c for c in chunk_ids if c in failed)})
+                self._records.set_document(doc_id, DocumentRecord(content, chunk_ids, doc.metadata,
+                                                                  sorted(c for c in chunk_ids if c in failed)))
                 summary.documents += 1
             summary.chunks = len(dict.fromkeys(touched_chunks))
             released -= set(touched_chunks)
@@ -793,7 +694,7 @@ class PathRAGIndex:
         return summary
 
     async def _extract_all(
-        self, planned: dict[str, tuple[str, list[str]]], run: _Run, summary: InsertSummary
+        self, planned: dict[str, tuple[str, list[str]]], run: OperationCalls, summary: InsertSummary
     ) -> set[str]:
         """Extract every planned chunk concurrently; journal each result as it lands."""
         if planned and self.llm is None:
@@ -811,7 +712,7 @@ class PathRAGIndex:
                 summary.failures.append(ChunkFailure(cid, tuple(doc_ids), f"{type(exc).__name__}: {exc}"))
                 failed.add(cid)
             else:
-                self._store_chunk(cid, text, [e.model_dump(mode="json") for e in done.result.entities],
+                self._records.store_chunk(cid, text, [e.model_dump(mode="json") for e in done.result.entities],
                                   [r.model_dump(mode="json") for r in done.result.relations])
                 summary.chunks_extracted += 1
                 counts["entities"] += len(done.result.entities)
@@ -837,17 +738,17 @@ class PathRAGIndex:
 
     async def _delete(self, document_ids: list[str]) -> DeleteSummary:
         summary = DeleteSummary()
-        run = _Run(self.config.max_concurrency)
+        run = OperationCalls(self.config.max_concurrency)
         if any(doc_id in self.documents for doc_id in document_ids):
             self._check_writable()
         with self._committing():
             released: set[str] = set()
             for doc_id in dict.fromkeys(document_ids):
-                doc = self._set_document(doc_id, None)
+                doc = self._records.set_document(doc_id, None)
                 if doc is None:
                     summary.missing.append(doc_id)
                     continue
-                released.update(self._unref(doc_id, doc["chunks"]))
+                released.update(self._records.unref(doc_id, doc.chunks))
                 summary.documents += 1
             summary.chunks = len(released)
             rebuilt = await self._rebuild(sorted(released), run)
@@ -857,213 +758,27 @@ class PathRAGIndex:
         summary.llm_calls = run.calls
         return summary
 
-    def _store_chunk(
-        self, cid: str, text: str, entities: list[dict[str, Any]], relations: list[dict[str, Any]]
-    ) -> dict[str, Any]:
-        """Keep a chunk's extraction records and write them at once (no document claims it yet).
-
-        Outside a commit this is its own tiny transaction: a crash later on does not lose the LLM's work.
-        """
-        record = {"id": cid, "text": text, "entities": entities, "relations": relations}
-        chunks = self.chunks
-        if self._store is not None:
-            with self._store.transaction():  # the chunk and its mentions: both or neither survive a crash
-                self._store.execute("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)",
-                                    (cid, text, pack_records(entities, relations)))
-                self._store.execute("DELETE FROM mentions WHERE chunk_id = ?", (cid,))
-                self._note_mentions(record)
-        else:
-            if cid in chunks:
-                self._note_mentions(chunks[cid], forget=True)
-            self._note_mentions(record)
-        chunks[cid] = {**record, "refs": {}}
-        return chunks[cid]
-
-    def _set_document(self, doc_id: str, doc: dict[str, Any] | None) -> dict[str, Any] | None:
-        """Replace (or with ``None`` remove) a document row; returns the previous one."""
-        old = self.documents.pop(doc_id, None)
-        if doc is not None:
-            self.documents[doc_id] = doc
-        self._dirty_documents.add(doc_id)
-        return old
-
-    def _write_documents(self) -> None:
-        """Write the document rows this commit changed (inside its transaction)."""
-        store, dirty = self._store, sorted(self._dirty_documents)
-        if store is None or not dirty:
-            return
-        ids = dumps(dirty)
-        store.execute("DELETE FROM doc_chunks WHERE doc_id IN (SELECT value FROM json_each(?))", (ids,))
-        store.execute("DELETE FROM documents WHERE id IN (SELECT value FROM json_each(?))", (ids,))
-        kept = [(d, self.documents[d]) for d in dirty if d in self.documents]
-        store.executemany("INSERT INTO documents VALUES (?, ?, ?, ?)", [
-            (d, doc["hash"], dumps(doc["metadata"]), dumps(doc["failed"])) for d, doc in kept])
-        store.executemany("INSERT INTO doc_chunks VALUES (?, ?, ?)", [
-            (d, position, cid) for d, doc in kept for position, cid in enumerate(doc["chunks"])])
-        self._dirty_documents = set()
-
     def _check_writable(self) -> None:
         """Fail in one line before any LLM call when the store cannot be written."""
         if self._store is not None:
             self._store.check_writable()
 
-    def _unref(self, doc_id: str, chunk_ids: Iterable[str]) -> set[str]:
-        """Drop ``doc_id``'s claim on its chunks; return the chunks nobody claims any more."""
-        orphaned = set()
-        for cid in chunk_ids:
-            chunk = self.chunks.get(cid)
-            if chunk is not None:
-                chunk["refs"].pop(doc_id, None)
-                if not chunk["refs"]:
-                    orphaned.add(cid)
-        return orphaned
+    # -- rebuilding the graph and vectors from chunk records (see pathrag.rebuild) ------------------
 
-    # -- rebuilding the graph from chunk records ---------------------------------------------------
-
-    def _ordered_live_chunks(self, names: Iterable[str]) -> list[dict[str, Any]]:
-        """The live chunks mentioning any of ``names``, in a stable order: by document (sorted id), then
-        position in it. Only those chunks are read, so a write costs the same whatever the store's size."""
-        chunks = self.chunks
-        if self._store is not None:
-            candidates = {cid for cid, in self._store.wread(
-                "SELECT DISTINCT chunk_id FROM mentions WHERE name IN (SELECT value FROM json_each(?))",
-                (dumps(sorted(names)),))}
-            chunks.prefetch(candidates)  # type: ignore[attr-defined]
-        else:
-            candidates = set().union(*(self._mentions.get(n, ()) for n in names))
-        order = {cid: (doc_id, position) for cid in candidates if (chunk := chunks.get(cid)) and chunk["refs"]
-                 for doc_id, position in [min(chunk["refs"].items())]}
-        return [chunks[cid] for cid in sorted(order, key=order.__getitem__)]
-
-    async def _rebuild(self, chunk_ids: Sequence[str], run: _Run) -> _Rebuilt:
+    async def _rebuild(self, chunk_ids: Sequence[str], run: OperationCalls) -> Rebuilt:
         """Recompute every entity and relation mentioned by ``chunk_ids`` from the live chunks."""
-        directed = self.config.directed_relations
-        touched_entities: set[str] = set()
-        touched_relations: set[tuple[str, str]] = set()
-        for cid in chunk_ids:
-            chunk = self.chunks.get(cid)
-            if chunk is None:
-                continue
-            touched_entities.update(e["name"] for e in chunk["entities"])
-            for r in chunk["relations"]:
-                touched_entities.update((r["source"], r["target"]))
-                touched_relations.add(relation_key(r["source"], r["target"], directed=directed))
-        if not touched_entities:
-            return _Rebuilt([], [], [], [])
-
-        entity_records: dict[str, list[Entity]] = {name: [] for name in touched_entities}
-        endpoint_chunks: dict[str, list[str]] = {name: [] for name in touched_entities}
-        relation_records: dict[tuple[str, str], list[Relation]] = {key: [] for key in touched_relations}
-        for chunk in self._ordered_live_chunks(touched_entities):
-            for e in chunk["entities"]:
-                if e["name"] in entity_records:
-                    entity_records[e["name"]].append(Entity.model_validate(e))
-            for r in chunk["relations"]:
-                key = relation_key(r["source"], r["target"], directed=directed)
-                if key in relation_records:
-                    relation_records[key].append(Relation.model_validate(r))
-                for end in (r["source"], r["target"]):
-                    if end in endpoint_chunks:
-                        endpoint_chunks[end].append(chunk["id"])
-
-        names = sorted(touched_entities)
-        gone_entities = [n for n in names if not entity_records[n] and not endpoint_chunks[n]]
-        entities = list(await asyncio.gather(*(
-            # an entity that only appears as a relation endpoint still comes from those chunks
-            self._summarised(merge_entity(n, entity_records[n], extra_source_ids=[
-                c for c in endpoint_chunks[n] if self.chunks[c]["text"]]),  # record-only chunks have no text
-                             n, entity_records[n], run)
-            for n in names if entity_records[n] or endpoint_chunks[n])))
-        keys = sorted(touched_relations)
-        gone_relations = [k for k in keys if not relation_records[k]]
-        merged = {k: merge_relation(relation_records[k]) for k in keys if relation_records[k]}
-        relations = list(await asyncio.gather(*(
-            self._summarised(r, f"{r.source} -> {r.target}", relation_records[k], run) for k, r in merged.items())))
-
-        await self.graph.adelete_relations(gone_relations)
-        await self.graph.adelete_entities(gone_entities)
-        await self.graph.aupsert_entities(entities)
-        await self.graph.aupsert_relations(relations)  # replaces, whichever way round it was stored
-
-        await self.entity_index.adelete([entity_vector_id(n) for n in gone_entities])
-        await self.entity_index.aupsert([entity_vector_item(e) for e in entities])
-        await self.relation_index.adelete([relation_vector_id(k) for k in gone_relations])
-        await self.relation_index.aupsert([relation_vector_item(r, directed=directed) for r in relations])
-        return _Rebuilt(entities, relations, gone_entities, gone_relations)
-
-    async def _summarised(self, item: T, label: str, records: Sequence[Entity | Relation], run: _Run) -> T:
-        """Replace a long merged description with an LLM summary, remembered by its exact input."""
-        description: str = item.description  # type: ignore[attr-defined]
-        if count_tokens(description, self.config.token_counter) <= self.config.summary_threshold_tokens:
-            return item
-        parts = list(dict.fromkeys(r.description.strip() for r in records if r.description.strip()))
-        prompt = build_summary_prompt(label, parts, language=self.config.extraction.language,
-                                      max_words=self.config.summary_max_words)
-        key = _digest(prompt)
-        if key not in self.summaries:
-            if self.llm is None:
-                return item  # nothing to summarise with: keep the full text rather than fail
-            try:
-                self.summaries[key] = " ".join((await self._ask(prompt, run)).split())
-            except Exception as exc:
-                logger.warning("summary of %s failed, keeping the joined descriptions: %r", label, exc)
-                return item
-        return item.model_copy(update={"description": self.summaries[key] or description})  # type: ignore[attr-defined]
+        ask = (lambda prompt: self._ask(prompt, run)) if self.llm is not None else None
+        return await rebuild(chunk_ids, self._records, self.graph, self.entity_index, self.relation_index,
+                             lambda item, label, records: self._summariser.summarise(item, label, records, ask),
+                             directed=self.config.directed_relations)
 
     async def _sync_chunk_vectors(self, added: Sequence[str], released: set[str]) -> None:
-        gone = sorted(cid for cid in released if not self.chunks.get(cid, {}).get("refs"))
-        await self.chunk_index.adelete([cid for cid in gone if self.chunks.get(cid, {}).get("text")])
-        # the passages an importer put in the chunk index go with the last import citing them
-        dropped = _cited(self.chunks[cid] for cid in gone if cid in self.chunks and not self.chunks[cid]["text"])
-        if dropped:
-            dropped -= _cited(self._live_record_chunks())
-            await self.chunk_index.adelete(sorted(cid for cid in dropped if cid not in self.chunks))
-        await self.chunk_index.aupsert([
-            VectorItem(cid, self.chunks[cid]["text"], chunk_metadata(cid, _mentioned(self.chunks[cid])))
-            for cid in dict.fromkeys(added)])
-        for cid in gone:
-            chunk = self.chunks.pop(cid, None)
-            if chunk is not None:
-                self._note_mentions(chunk, forget=True)
-        if self._store is not None and gone:
-            self._store.execute("DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?))", (dumps(gone),))
-            self._store.execute("DELETE FROM mentions WHERE chunk_id IN (SELECT value FROM json_each(?))",
-                                (dumps(gone),))
+        await sync_chunk_vectors(self._records, self.chunk_index, added, released)
 
-    def _live_record_chunks(self) -> list[dict[str, Any]]:
-        """The record chunks (imports, :meth:`add_records`) some document still claims."""
-        ids = ([row[0] for row in self._store.wread("SELECT id FROM chunks WHERE id LIKE 'records-%'")]
-               if self._store is not None else [cid for cid in self.chunks if cid.startswith("records-")])
-        return [chunk for cid in ids if (chunk := self.chunks.get(cid)) is not None and chunk["refs"]]
-
-    # -- the LLM, behind cache, concurrency limit and retries --------------------------------------
-
-    def _usage_tokens(self, text: str) -> int:
-        """Token count for the usage report, line by line with a memo: prompts share most lines."""
-        return sum(self._line_tokens(line) for line in text.split("\n")) + text.count("\n")
-
-    async def _ask(self, prompt: str, run: _Run) -> str:
+    async def _ask(self, prompt: str, run: OperationCalls) -> str:
+        """The index's LLM, behind its cache, the operation's concurrency limit and retries."""
         assert self.llm is not None
-        key = _digest(self.llm.name, prompt)
-        if self.config.cache and key in self._cache:
-            run.hits += 1
-            return self._cache[key]
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.config.max_attempts),
-            wait=wait_random_exponential(multiplier=self.config.retry_initial_wait, max=self.config.retry_max_wait),
-            retry=retry_if_exception_type(Exception),
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                async with run.semaphore:  # the limit covers calls, not back-off sleeps
-                    run.calls += 1
-                    answer = await self.llm.acomplete(prompt)
-        run.prompt_tokens += self._usage_tokens(prompt)
-        run.completion_tokens += self._usage_tokens(answer)
-        if self.config.cache:
-            self._cache[key] = answer  # written at once: a crash does not make us pay for it again
-        return answer
+        return await self._llm_calls.ask(self.llm, prompt, run)
 
     # -- persistence -------------------------------------------------------------------------------
 
@@ -1077,8 +792,8 @@ class PathRAGIndex:
         graph = self.graph if self._owns_graph and isinstance(self.graph, NetworkXGraphStore) else None
         try:
             write_snapshot(
-                store, documents=self.documents,
-                chunks=({k: v for k, v in c.items() if k != "refs"} for c in self.chunks.values()),
+                store, documents={doc_id: doc.row() for doc_id, doc in self.documents.items()},
+                chunks=(c.row() for c in self.chunks.values()),
                 summaries=dict(self.summaries.items()), cache=dict(self._cache.items()) if self.config.cache else {},
                 entities=graph.iter_entities() if graph else (), relations=graph.iter_relations() if graph else (),
                 vectors=vectors, meta={"pathrag_version": PATHRAG_VERSION,
@@ -1096,147 +811,13 @@ class PathRAGIndex:
         return embedder_name_of(index.embedder) if isinstance(index, InMemoryVectorIndex) else None
 
 
-def _cited(record_chunks: Iterable[Mapping[str, Any]]) -> set[str]:
-    """The chunk ids the records of these chunks cite as their sources."""
-    return {sid for chunk in record_chunks for r in (*chunk.get("entities", ()), *chunk.get("relations", ()))
-            for sid in r.get("source_ids", ())}
-
-
 _Frozen = tuple[GraphStore, dict[str, VectorIndex]]
 
 
-class _LazyRows(MutableMapping[str, dict[str, Any]]):
-    """Rows of a store table, fetched by key on first use and then kept with this process's changes;
-    iterating fetches the rest. Without ``fetch`` it is a plain dict (an in-memory index)."""
-
-    def __init__(self, fetch: Callable[[list[str]], dict[str, dict[str, Any]]] | None = None,
-                 fetch_all: Callable[[], dict[str, dict[str, Any]]] | None = None) -> None:
-        self._rows: dict[str, dict[str, Any]] = {}
-        self._absent: set[str] = set()  # known not to exist (or deleted here): never fetched again
-        self._fetch, self._fetch_all = fetch, fetch_all
-        self._complete = fetch is None
-
-    def prefetch(self, keys: Iterable[str]) -> None:
-        """Fetch the rows of ``keys`` not known yet, in one query."""
-        if self._complete:
-            return
-        wanted = [k for k in dict.fromkeys(keys) if k not in self._rows and k not in self._absent]
-        if wanted:
-            assert self._fetch is not None
-            found = self._fetch(wanted)
-            self._rows.update(found)
-            self._absent.update(k for k in wanted if k not in found)
-
-    def __getitem__(self, key: str) -> dict[str, Any]:
-        self.prefetch([key])
-        return self._rows[key]
-
-    def __contains__(self, key: object) -> bool:
-        if not isinstance(key, str):
-            return False
-        self.prefetch([key])
-        return key in self._rows
-
-    def __setitem__(self, key: str, value: dict[str, Any]) -> None:
-        self._rows[key] = value
-        self._absent.discard(key)
-
-    def __delitem__(self, key: str) -> None:
-        self.prefetch([key])
-        del self._rows[key]
-        self._absent.add(key)
-
-    def __iter__(self) -> Iterator[str]:
-        if not self._complete:
-            assert self._fetch_all is not None
-            for key, row in self._fetch_all().items():
-                if key not in self._rows and key not in self._absent:
-                    self._rows[key] = row
-            self._complete = True
-        return iter(list(self._rows))
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-
-def _fetch_documents(store: SQLiteStore, ids: list[str] | None) -> dict[str, dict[str, Any]]:
-    """Document rows (all of them for ``ids=None``) with their chunk lists, as the writer sees them."""
-    where, params = ("WHERE id IN (SELECT value FROM json_each(?))", (dumps(ids),)) if ids is not None else ("", ())
-    docs = {doc_id: {"hash": content, "chunks": [], "metadata": json.loads(metadata), "failed": json.loads(failed)}
-            for doc_id, content, metadata, failed in store.wread(
-                f"SELECT id, hash, metadata, failed FROM documents {where} ORDER BY rowid", params)}
-    where = where.replace("WHERE id", "WHERE doc_id")
-    for doc_id, _, cid in store.wread(f"SELECT doc_id, position, chunk_id FROM doc_chunks {where} "
-                                      "ORDER BY doc_id, position", params):
-        if doc_id in docs:
-            docs[doc_id]["chunks"].append(cid)
-    return docs
-
-
-def _fetch_chunks(store: SQLiteStore, ids: list[str] | None) -> dict[str, dict[str, Any]]:
-    """Chunk rows with their records and ``refs`` (document id -> position; the document rows are the
-    commit record: they alone say which chunks are live). Called for a chunk before any document of the
-    running operation changes its claim on it, so the stored claims are the current ones."""
-    where, params = ("WHERE id IN (SELECT value FROM json_each(?))", (dumps(ids),)) if ids is not None else ("", ())
-    chunks = {cid: {"id": cid, "text": text, **unpack_records(records), "refs": {}}
-              for cid, text, records in store.wread(f"SELECT id, text, records FROM chunks {where} ORDER BY rowid",
-                                                    params)}
-    where = where.replace("WHERE id", "WHERE chunk_id")
-    for cid, doc_id, position in store.wread(f"SELECT chunk_id, doc_id, position FROM doc_chunks {where}", params):
-        if cid in chunks:
-            chunks[cid]["refs"][doc_id] = position
-    return chunks
-
-
-class _Table:
-    """A string -> string table: a dict in memory, or rows of the store (written at once, or with the
-    open commit) so that nothing is loaded before it is needed."""
-
-    def __init__(self, store: SQLiteStore | None, table: str, column: str, *, packed: bool = False) -> None:
-        self._store = store
-        self._pack: Callable[[str], str | bytes] = pack_text if packed else str
-        self._memory: dict[str, str] = {}
-        self._get = f"SELECT {column} FROM {table} WHERE key = ?"
-        self._put = f"INSERT OR REPLACE INTO {table} VALUES (?, ?)"
-        self._all = f"SELECT key, {column} FROM {table}"
-        self._pending: dict[str, str] = {}  # written inside the open commit: rewritten if it rolls back
-
-    def get(self, key: str) -> str | None:
-        if self._store is None:
-            return self._memory.get(key)
-        rows = self._store.wread(self._get, (key,))
-        return unpack_text(rows[0][0]) if rows else None
-
-    def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and self.get(key) is not None
-
-    def __getitem__(self, key: str) -> str:
-        value = self.get(key)
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def __setitem__(self, key: str, value: str) -> None:
-        if self._store is None:
-            self._memory[key] = value
-        else:
-            if self._store.in_transaction:
-                self._pending[key] = value
-            self._store.execute(self._put, (key, self._pack(value)))
-
-    def flush_pending(self) -> None:
-        """After a rollback: write again what the rolled-back commit had written (LLM answers)."""
-        pending, self._pending = self._pending, {}
-        if self._store is not None and pending:
-            self._store.executemany(self._put, [(key, self._pack(value)) for key, value in pending.items()])
-
-    def clear_pending(self) -> None:
-        self._pending = {}
-
-    def items(self) -> list[tuple[str, str]]:
-        if self._store is None:
-            return list(self._memory.items())
-        return [(key, unpack_text(value)) for key, value in self._store.wread(self._all)]
+def _record_chunk(cid: str, blob: bytes | str) -> ChunkRecord:
+    """A record chunk (an import's) from its stored records, without its claims."""
+    rows = unpack_records(blob)
+    return ChunkRecord(cid, "", rows.get("entities", []), rows.get("relations", []))
 
 
 def _open_store(directory: Path, config: IndexConfig, embedder: str | None, vector_kind: str) -> SQLiteStore:

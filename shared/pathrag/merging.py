@@ -5,9 +5,13 @@ chunks that remain after a delete gives exactly what inserting those chunks alon
 
 * Entity type: the most frequent non-empty type (ties: the first seen).
 * Descriptions: stripped, de-duplicated, joined with a space in order of first appearance
-  (summarised by the LLM above a token threshold, in :mod:`pathrag.indexing`).
+  (summarised by the LLM above a token threshold, in :mod:`pathrag.rebuild`).
 * Relation weight: the sum of the records' strengths; keywords and source chunk ids: the union.
 * Relation identity: undirected by default, so A→B and B→A merge and keep the first-seen direction.
+* An entity named only as a relation end still exists; the chunks naming it that way are among its sources.
+
+:func:`merge_records` applies all of it to a set of records: the index's rebuild, the importers and the
+LlamaIndex extractor all merge through it.
 
 >>> from pathrag import Entity
 >>> merge_entity("ALICE", [Entity(name="ALICE", type="person", description="A pilot.", source_ids=["c1"]),
@@ -18,11 +22,11 @@ Entity(name='ALICE', type='person', description='A pilot.', source_ids=('c1', 'c
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from .models import Entity, Relation
 
-__all__ = ["join_descriptions", "merge_entity", "merge_relation", "relation_key"]
+__all__ = ["join_descriptions", "merge_entity", "merge_records", "merge_relation", "relation_key"]
 
 
 def relation_key(source: str, target: str, *, directed: bool = False) -> tuple[str, str]:
@@ -68,3 +72,40 @@ def merge_relation(records: Sequence[Relation]) -> Relation:
         weight=sum(r.weight for r in records),
         source_ids=_union(r.source_ids for r in records),
     )
+
+
+def merge_records(
+    entities: Iterable[Entity],
+    relations: Iterable[Relation],
+    *,
+    directed: bool = False,
+    endpoint_sources: Mapping[str, Iterable[str]] | None = None,
+) -> tuple[list[Entity], list[Relation]]:
+    """Merged entities and relations from records in chunk order, each in order of first appearance.
+
+    Entity records merge by name, relation records by :func:`relation_key`. Every relation end is an
+    entity too, its sources including the source ids of the relation records naming it. A caller that
+    knows more chunks naming an entity as a relation end than the ``relations`` it passes gives them
+    as ``endpoint_sources`` (name -> chunk ids) instead: then the entities are exactly the names of the
+    entity records and of ``endpoint_sources`` (an empty list there still makes the entity).
+
+    >>> merge_records([Entity(name="A", type="person", source_ids=["c1"])],
+    ...               [Relation(source="B", target="A", weight=2, source_ids=["c2"]),
+    ...                Relation(source="A", target="B", weight=3, source_ids=["c3"])])[1]
+    [Relation(source='B', target='A', description='', keywords=(), weight=5.0, source_ids=('c2', 'c3'))]
+    """
+    entity_records: dict[str, list[Entity]] = {}
+    for entity in entities:
+        entity_records.setdefault(entity.name, []).append(entity)
+    relation_records: dict[tuple[str, str], list[Relation]] = {}
+    derived: dict[str, list[str]] = {}
+    for relation in relations:
+        relation_records.setdefault(relation_key(relation.source, relation.target, directed=directed),
+                                    []).append(relation)
+        if endpoint_sources is None:
+            for end in (relation.source, relation.target):
+                derived.setdefault(end, []).extend(relation.source_ids)
+    extra: Mapping[str, Iterable[str]] = derived if endpoint_sources is None else endpoint_sources
+    merged_entities = [merge_entity(name, entity_records.get(name, []), extra_source_ids=extra.get(name, ()))
+                       for name in dict.fromkeys([*entity_records, *extra])]
+    return merged_entities, [merge_relation(records) for records in relation_records.values()]

@@ -1,0 +1,74 @@
+"""The index's LLM calls: an answer cache, retries with back-off, a concurrency limit and usage counts.
+
+Every extraction and summary prompt of :class:`~pathrag.PathRAGIndex` goes through
+:meth:`LLMCaller.ask`. An answer is cached under :func:`cache_key` (the model's name and the prompt)
+the moment it arrives, so a re-run after a crash never pays for it again. The calls of one insert or
+delete share an :class:`OperationCalls`: the concurrency limit and the counters its summary reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+
+from .llm import LanguageModel
+from .records import StringTable, digest
+from .tokens import TokenCounter, count_tokens
+
+__all__ = ["LLMCaller", "OperationCalls", "cache_key"]
+
+
+def cache_key(model_name: str, prompt: str) -> str:
+    """The key of a model's answer to ``prompt`` in the LLM cache."""
+    return digest(model_name, prompt)
+
+
+class OperationCalls:
+    """What the concurrent LLM calls of one insert or delete share: the limit and the counters."""
+
+    def __init__(self, max_concurrency: int) -> None:
+        self.semaphore = asyncio.Semaphore(max_concurrency)  # created inside the operation's own loop
+        self.calls = self.hits = self.prompt_tokens = self.completion_tokens = 0
+
+
+class LLMCaller:
+    """Asks a model, behind ``cache`` (when ``use_cache``), the operation's concurrency limit, and up to
+    ``max_attempts`` attempts with random exponential back-off."""
+
+    def __init__(self, cache: StringTable, *, use_cache: bool = True, max_attempts: int = 4,
+                 retry_initial_wait: float = 1.0, retry_max_wait: float = 30.0,
+                 token_counter: TokenCounter | None = None) -> None:
+        self.cache = cache
+        self.use_cache = use_cache
+        self.max_attempts = max_attempts
+        self.retry_initial_wait = retry_initial_wait
+        self.retry_max_wait = retry_max_wait
+        self._line_tokens = functools.lru_cache(maxsize=8192)(lambda line: count_tokens(line, token_counter))
+
+    def usage_tokens(self, text: str) -> int:
+        """Token count for the usage report, line by line with a memo: prompts share most lines."""
+        return sum(self._line_tokens(line) for line in text.split("\n")) + text.count("\n")
+
+    async def ask(self, llm: LanguageModel, prompt: str, calls: OperationCalls) -> str:
+        key = cache_key(llm.name, prompt)
+        if self.use_cache and key in self.cache:
+            calls.hits += 1
+            return self.cache[key]
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=wait_random_exponential(multiplier=self.retry_initial_wait, max=self.retry_max_wait),
+            retry=retry_if_exception_type(Exception),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                async with calls.semaphore:  # the limit covers calls, not back-off sleeps
+                    calls.calls += 1
+                    answer = await llm.acomplete(prompt)
+        calls.prompt_tokens += self.usage_tokens(prompt)
+        calls.completion_tokens += self.usage_tokens(answer)
+        if self.use_cache:
+            self.cache[key] = answer  # written at once: a crash does not make us pay for it again
+        return answer

@@ -1,0 +1,159 @@
+"""How the graph and the vector indexes follow the chunk records.
+
+Every entity and relation is a pure function of the extraction records of the live chunks that mention
+it. :func:`rebuild` recomputes those a change touches from the chunks that remain
+(:func:`pathrag.merging.merge_records`), has a :class:`Summariser` shorten long merged descriptions, and
+writes the result to the graph and the entity and relation vector indexes; :func:`sync_chunk_vectors`
+does the same for the chunk vectors and drops the chunks no document claims any more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .graph import GraphStore
+from .merging import merge_records, relation_key
+from .models import Entity, Relation
+from .prompts import build_summary_prompt
+from .records import RecordTables, StringTable, cited, digest
+from .tokens import TokenCounter, count_tokens
+from .vector_items import chunk_metadata, entity_vector_id, entity_vector_item, relation_vector_id, relation_vector_item
+from .vectors import VectorIndex, VectorItem
+
+__all__ = ["Rebuilt", "Summariser", "rebuild", "sync_chunk_vectors"]
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T", Entity, Relation)
+
+Ask = Callable[[str], Awaitable[str]]
+
+
+@dataclass
+class Rebuilt:
+    """What a rebuild wrote (merged again) and removed (no live chunk mentions them any more)."""
+
+    entities: list[Entity]
+    relations: list[Relation]
+    gone_entities: list[str]
+    gone_relations: list[tuple[str, str]]
+
+
+class Summariser:
+    """Replaces a merged description longer than ``threshold_tokens`` with an LLM summary, remembered in
+    ``summaries`` by its exact prompt (so a rebuild of the same records never asks again)."""
+
+    def __init__(self, summaries: StringTable, *, threshold_tokens: int = 500, max_words: int = 150,
+                 language: str = "English", token_counter: TokenCounter | None = None) -> None:
+        self.summaries = summaries
+        self.threshold_tokens = threshold_tokens
+        self.max_words = max_words
+        self.language = language
+        self.token_counter = token_counter
+
+    async def summarise(self, item: T, label: str, records: Sequence[Entity | Relation], ask: Ask | None) -> T:
+        """``item`` with its description summarised when too long (``ask``: ``None`` without an LLM, then
+        only a remembered summary is used; a failed call keeps the joined descriptions)."""
+        description = item.description
+        if count_tokens(description, self.token_counter) <= self.threshold_tokens:
+            return item
+        parts = list(dict.fromkeys(r.description.strip() for r in records if r.description.strip()))
+        prompt = build_summary_prompt(label, parts, language=self.language, max_words=self.max_words)
+        key = digest(prompt)
+        if key not in self.summaries:
+            if ask is None:
+                return item  # nothing to summarise with: keep the full text rather than fail
+            try:
+                self.summaries[key] = " ".join((await ask(prompt)).split())
+            except Exception as exc:
+                logger.warning("summary of %s failed, keeping the joined descriptions: %r", label, exc)
+                return item
+        return item.model_copy(update={"description": self.summaries[key] or description})
+
+
+async def rebuild(
+    chunk_ids: Sequence[str],
+    records: RecordTables,
+    graph: GraphStore,
+    entity_index: VectorIndex,
+    relation_index: VectorIndex,
+    summarise: Callable[[Any, str, Sequence[Entity | Relation]], Awaitable[Any]],
+    *,
+    directed: bool = False,
+) -> Rebuilt:
+    """Recompute every entity and relation mentioned by ``chunk_ids`` from the live chunks, and write them
+    (or their removal) to the graph and the two vector indexes."""
+    touched_entities: set[str] = set()
+    touched_relations: set[tuple[str, str]] = set()
+    for cid in chunk_ids:
+        chunk = records.chunks.get(cid)
+        if chunk is None:
+            continue
+        touched_entities.update(e["name"] for e in chunk.entities)
+        for r in chunk.relations:
+            touched_entities.update((r["source"], r["target"]))
+            touched_relations.add(relation_key(r["source"], r["target"], directed=directed))
+    if not touched_entities:
+        return Rebuilt([], [], [], [])
+
+    entity_records: dict[str, list[Entity]] = {}
+    relation_records: dict[tuple[str, str], list[Relation]] = {}
+    endpoint_chunks: dict[str, list[str]] = {}  # every live chunk naming an entity as a relation end
+    for chunk in records.live_chunks_mentioning(touched_entities):
+        for e in chunk.entities:
+            if e["name"] in touched_entities:
+                entity_records.setdefault(e["name"], []).append(Entity.model_validate(e))
+        for r in chunk.relations:
+            key = relation_key(r["source"], r["target"], directed=directed)
+            if key in touched_relations:
+                relation_records.setdefault(key, []).append(Relation.model_validate(r))
+            for end in (r["source"], r["target"]):
+                if end in touched_entities:
+                    endpoint_chunks.setdefault(end, []).append(chunk.id)
+    # an entity that only appears as a relation end still comes from those chunks (record-only chunks
+    # have no text to cite)
+    merged_entities, merged_relations = merge_records(
+        (e for group in entity_records.values() for e in group),
+        (r for group in relation_records.values() for r in group), directed=directed,
+        endpoint_sources={n: [c for c in ids if records.chunks[c].text] for n, ids in endpoint_chunks.items()})
+    by_name = {e.name: e for e in merged_entities}
+    by_key = {relation_key(r.source, r.target, directed=directed): r for r in merged_relations}
+    names, keys = sorted(touched_entities), sorted(touched_relations)
+    gone_entities = [n for n in names if n not in by_name]
+    gone_relations = [k for k in keys if k not in by_key]
+    entities = list(await asyncio.gather(*(
+        summarise(by_name[n], n, entity_records.get(n, [])) for n in names if n in by_name)))
+    relations = list(await asyncio.gather(*(
+        summarise(by_key[k], f"{by_key[k].source} -> {by_key[k].target}", relation_records[k])
+        for k in keys if k in by_key)))
+
+    await graph.adelete_relations(gone_relations)
+    await graph.adelete_entities(gone_entities)
+    await graph.aupsert_entities(entities)
+    await graph.aupsert_relations(relations)  # replaces, whichever way round it was stored
+
+    await entity_index.adelete([entity_vector_id(n) for n in gone_entities])
+    await entity_index.aupsert([entity_vector_item(e) for e in entities])
+    await relation_index.adelete([relation_vector_id(k) for k in gone_relations])
+    await relation_index.aupsert([relation_vector_item(r, directed=directed) for r in relations])
+    return Rebuilt(entities, relations, gone_entities, gone_relations)
+
+
+async def sync_chunk_vectors(records: RecordTables, chunk_index: VectorIndex, added: Sequence[str],
+                             released: set[str]) -> None:
+    """Embed the chunks that became live (``added``); of the ``released`` ones, drop those no document
+    claims any more: their vectors, the passages only their records cited (an import's), and the chunks."""
+    chunks = records.chunks
+    gone = sorted(cid for cid in released if not ((chunk := chunks.get(cid)) is not None and chunk.refs))
+    await chunk_index.adelete([cid for cid in gone if (chunk := chunks.get(cid)) is not None and chunk.text])
+    # the passages an importer put in the chunk index go with the last import citing them
+    dropped = cited(chunks[cid] for cid in gone if cid in chunks and not chunks[cid].text)
+    if dropped:
+        dropped -= cited(records.live_record_chunks())
+        await chunk_index.adelete(sorted(cid for cid in dropped if cid not in chunks))
+    await chunk_index.aupsert([VectorItem(cid, chunks[cid].text, chunk_metadata(cid, chunks[cid].mentioned()))
+                               for cid in dict.fromkeys(added)])
+    records.drop_chunks(gone)
