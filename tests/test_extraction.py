@@ -564,3 +564,12 @@ def test_parse_answers_combines_and_counts() -> None:
     answers = [f'{EA}##("entity"<|>Nobody)<|COMPLETE|>', f"{EA}##{EB}<|COMPLETE|>", "<|COMPLETE|>"]
     assert summary(parse_answers(answers)) == ([A, B], [], [], 1)
     assert parse_answers([]) == ExtractionResult()
+
+
+@pytest.mark.parametrize(("answer", "names"), [
+    ('("entity"<|>J<|>person<|>d)##<|```COMPLETE|>##("entity"<|>A<|>person<|>d)##', ["A", "J"]),  # junk, no marker
+    ('("entity"<|>J<|>person<|>d)```<|COMPLETE|>```\n("entity"<|>A<|>person<|>d)', ["J"]),  # fenced marker ends it
+    ('```\n("entity"<|>J<|>person<|>d)<|COMPLETE|>\n```', ["J"]),
+])
+def test_inline_fences_never_make_or_hide_the_completion_marker(answer: str, names: list[str]) -> None:
+    assert sorted(e.name for e in parse_extraction(answer).entities) == names

@@ -354,21 +354,25 @@ def _skip_closing(text: str, i: int, record_delimiter: str = "") -> int:
 
 
 def _answer_body(text: str, fmt: ExtractionFormat) -> str:
-    """The answer without code fences and without anything after the completion marker."""
-    text = _FENCE_LINE.sub("", text).replace("```", "")
+    """The answer without code fences and without anything after the completion marker.
+
+    Inline fences go only after the cut: removing them first could make a marker of junk (``<|```COMPLETE|>``)."""
+    text = _FENCE_LINE.sub("", text)
     marker, rd = fmt.completion_delimiter, fmt.record_delimiter
     at = text.find(marker)
     while at != -1:
         before = at
-        while before and text[before - 1] in " \t":
+        while before and text[before - 1] in " \t`":
             before -= 1
         after = _skip_closing(text, at + len(marker), rd)
+        while after < len(text) and text[after] == "`":  # an inline fence closing the answer
+            after = _skip_closing(text, after + 1, rd)
         # The real end marker follows a record or a line break, or ends its line; one mid-sentence is text.
         starts_line = not before or text.endswith(("\n", "\r", ")", rd), 0, before)
         if starts_line or after == len(text) or text.startswith("\n", after):
-            return text[:at]
+            return text[:at].replace("```", "")
         at = text.find(marker, at + len(marker))
-    return text
+    return text.replace("```", "")
 
 
 def _fields(body: str, fmt: ExtractionFormat) -> list[str]:
