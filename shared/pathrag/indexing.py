@@ -40,6 +40,7 @@ import os
 import shutil
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,8 +56,9 @@ from .llm_calls import LLMCaller, OperationCalls
 from .merging import relation_key
 from .models import Entity, Relation
 from .rebuild import Rebuilt, Summariser, rebuild, sync_chunk_vectors
-from .records import ChunkRecord, DocumentRecord, RecordTables, StringTable, TableCopies, chunk_id, cited, digest
+from .records import ChunkRecord, DocumentRecord, RecordTables, StringTable, chunk_id, cited, digest
 from .retrieval import RetrievalResult, aretrieve, retrieve
+from .staging import Staged
 from .store import (
     STORE_FILE,
     SQLiteGraphStore,
@@ -244,9 +246,10 @@ class PathRAGIndex:
         # them, a write only its own), or dicts in memory.
         self._records = RecordTables(store)
         self._seen_commit = -1  # the store's commit counter when the tables above were loaded or written
-        # Without a store: commits so far (odd while one runs) and, while one runs, a copy of the graph and
-        # vector indexes as they were before it, for readers (see _committing and aread_committed).
-        self._read_state: tuple[int, _Frozen | None] = (0, None)
+        # Without a store: twice the commits applied so far, odd while one is being applied (readers of
+        # another thread wait that moment out), and the writes of the commit under way (see staging.py).
+        self._version = 0
+        self._staged: Staged | None = None
         self._writer_lock = WriterLock(self.directory) if store is not None else None  # type: ignore[arg-type]
         self.summaries = StringTable(store, "summaries", "text")  # apart from the optional cache: deletes must not pay
         self._cache = StringTable(store, "llm_cache", "answer", packed=True)  # kept compressed: rarely read
@@ -281,21 +284,25 @@ class PathRAGIndex:
     def _committing(self) -> Any:
         """The span of one commit: one store transaction; on failure the in-memory tables are reloaded.
 
-        Without a store, a copy of the graph, vector indexes and tables as they were before the commit is
-        what readers get for as long as it runs (see :meth:`aread_committed`), and what a failed commit
-        returns to."""
+        Without a store, the commit's writes to an in-memory graph and vector indexes are held back
+        (:mod:`pathrag.staging`) and applied in one synchronous run at its end, so readers see the state
+        before it until then; on failure they are dropped, and the changed rows of the tables put back."""
         if self._store is None:
-            version = self._read_state[0]
-            before = self._frozen()
-            tables = self._records.copies()
-            self._read_state = (version + 1, before)
+            self._records.begin_undo()
+            self._staged = Staged()
             try:
                 yield
+                self._version += 1
+                try:
+                    self._staged.apply()
+                finally:
+                    self._version += 1
             except BaseException:
-                self._roll_back(before, tables)
+                self._records.undo()
                 raise
             finally:
-                self._read_state = (version + 2, None)
+                self._records.end_undo()
+                self._staged = None
             return
         self._records.start_commit()
         try:
@@ -424,11 +431,12 @@ class PathRAGIndex:
             with self._committing():
                 released = self._records.unref(document_id, old.chunks) if old is not None else set()
                 cid = f"records-{content}"
-                self._records.store_chunk(cid, "", entity_rows, relation_rows).refs[document_id] = 0
+                self._records.store_chunk(cid, "", entity_rows, relation_rows)
+                self._records.claim(cid, document_id, 0)
                 self._records.set_document(document_id, DocumentRecord(content, [cid], {"records": True}, []))
                 released.discard(cid)
                 for name, items in vector_items.items():
-                    await aput_vectors(self.vector_indexes[name], items, vectors.get(name, {}))
+                    await aput_vectors(self._written_index(name), items, vectors.get(name, {}))
                 rebuilt = await self._rebuild([cid, *sorted(released)], run)
                 await self._sync_chunk_vectors([], released)
             return InsertSummary(documents=1, chunks=1, entities=len(rebuilt.entities),
@@ -459,23 +467,27 @@ class PathRAGIndex:
         """``await read(graph, vector_indexes)`` on one committed state of the index, while writes go on.
 
         With a directory, the reads share one SQLite read transaction: the last commit before the first
-        read. Without one, a read that overlaps a commit gets a copy of the graph and vector indexes made
-        when the commit began; a read that began before a commit and outlived its start is run again (the
-        state it saw may be half written). Readers never wait for a writer. A graph or vector index you
-        passed in yourself is read as it is (no copy): its own store decides what a read sees.
+        read. Without one, a commit's writes reach the in-memory graph and vector indexes in one
+        synchronous run at its end; a read that overlapped that run (from another thread) is run again,
+        and one starting during it waits for its end (a few milliseconds). A graph or vector index you
+        passed in yourself, other than the in-memory kinds, is read as it is: its own store decides what
+        a read sees.
         """
         if self._store is not None:
             with self._store.snapshot():
                 return await read(self.graph, self.vector_indexes)
         while True:
-            seen = self._read_state
+            version = self._version
+            if version % 2:
+                await asyncio.sleep(0.001)
+                continue
             try:
-                result = await read(*self._state(seen))
+                result = await read(self.graph, self.vector_indexes)
             except Exception:
-                if self._overtaken(seen):
-                    continue  # it read a commit half written: read again
+                if self._version != version:
+                    continue  # it read a commit half applied: read again
                 raise
-            if not self._overtaken(seen):
+            if self._version == version:
                 return result
 
     def read_committed(self, read: Callable[[GraphStore, Mapping[str, VectorIndex]], T]) -> T:
@@ -490,41 +502,31 @@ class PathRAGIndex:
             with self._store.snapshot():
                 return read(self.graph, self.vector_indexes)
         while True:
-            seen = self._read_state
+            version = self._version
+            if version % 2:
+                time.sleep(0.001)
+                continue
             try:
-                result = read(*self._state(seen))
+                result = read(self.graph, self.vector_indexes)
             except Exception:
-                if self._overtaken(seen):
+                if self._version != version:
                     continue
                 raise
-            if not self._overtaken(seen):
+            if self._version == version:
                 return result
 
-    def _state(self, seen: tuple[int, _Frozen | None]) -> _Frozen:
-        return seen[1] or (self.graph, self.vector_indexes)
+    def _written_graph(self) -> GraphStore:
+        """The graph a commit writes to: in memory, a stand-in holding the writes back until its end."""
+        if self._staged is not None and isinstance(self.graph, NetworkXGraphStore):
+            return self._staged.graph(self.graph)  # type: ignore[return-value]
+        return self.graph
 
-    def _overtaken(self, seen: tuple[int, _Frozen | None]) -> bool:
-        """Whether a read of the live objects (no copy) overlapped the start of a commit."""
-        return seen[1] is None and self._read_state[0] != seen[0]
-
-    def _roll_back(self, before: _Frozen, tables: TableCopies) -> None:
-        """Return an in-memory index to ``before`` (copied again: readers may still hold ``before``)."""
-        graph, indexes = before
-        if graph is not self.graph and isinstance(self.graph, NetworkXGraphStore):
-            self.graph.graph = graph.graph.copy()  # type: ignore[attr-defined]
-        for name, index in self.vector_indexes.items():
-            if isinstance(index, InMemoryVectorIndex) and isinstance(indexes[name], InMemoryVectorIndex):
-                index.restore(indexes[name])  # type: ignore[arg-type]
-        self._records.restore(tables)
-
-    def _frozen(self) -> _Frozen:
-        """The graph and vector indexes as they are now, copied where this index owns them in memory (the
-        graph as one networkx copy; vector indexes by their dicts, no vector copied)."""
-        graph = self.graph
-        if self._owns_graph and isinstance(graph, NetworkXGraphStore):
-            graph = NetworkXGraphStore(graph.graph.copy(), directed_relations=graph.directed_relations)
-        return graph, {name: index.copy() if isinstance(index, InMemoryVectorIndex) else index
-                       for name, index in self.vector_indexes.items()}
+    def _written_index(self, name: str) -> VectorIndex:
+        """The vector index a commit writes to (see :meth:`_written_graph`)."""
+        index = self.vector_indexes[name]
+        if self._staged is not None and isinstance(index, InMemoryVectorIndex):
+            return self._staged.vectors(index)  # type: ignore[return-value]
+        return index
 
     def save(self, directory: str | os.PathLike[str] | None = None) -> None:
         """Write a complete copy to ``directory`` atomically (default: the index's own directory).
@@ -675,7 +677,7 @@ class PathRAGIndex:
                     if cid in self.chunks:
                         if not self.chunks[cid].refs or cid in released:
                             newly_live.append(cid)
-                        self.chunks[cid].refs[doc_id] = position
+                        self._records.claim(cid, doc_id, position)
                         touched_chunks.append(cid)
                 if not chunk_ids:  # the document was emptied: it goes, as with delete()
                     self._records.set_document(doc_id, None)
@@ -768,12 +770,13 @@ class PathRAGIndex:
     async def _rebuild(self, chunk_ids: Sequence[str], run: OperationCalls) -> Rebuilt:
         """Recompute every entity and relation mentioned by ``chunk_ids`` from the live chunks."""
         ask = (lambda prompt: self._ask(prompt, run)) if self.llm is not None else None
-        return await rebuild(chunk_ids, self._records, self.graph, self.entity_index, self.relation_index,
+        return await rebuild(chunk_ids, self._records, self._written_graph(), self._written_index("entities"),
+                             self._written_index("relations"),
                              lambda item, label, records: self._summariser.summarise(item, label, records, ask),
                              directed=self.config.directed_relations)
 
     async def _sync_chunk_vectors(self, added: Sequence[str], released: set[str]) -> None:
-        await sync_chunk_vectors(self._records, self.chunk_index, added, released)
+        await sync_chunk_vectors(self._records, self._written_index("chunks"), added, released)
 
     async def _ask(self, prompt: str, run: OperationCalls) -> str:
         """The index's LLM, behind its cache, the operation's concurrency limit and retries."""
@@ -811,7 +814,6 @@ class PathRAGIndex:
         return embedder_name_of(index.embedder) if isinstance(index, InMemoryVectorIndex) else None
 
 
-_Frozen = tuple[GraphStore, dict[str, VectorIndex]]
 
 
 def _record_chunk(cid: str, blob: bytes | str) -> ChunkRecord:

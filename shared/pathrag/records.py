@@ -26,7 +26,6 @@ __all__ = [
     "LazyRows",
     "RecordTables",
     "StringTable",
-    "TableCopies",
     "chunk_id",
     "cited",
     "digest",
@@ -170,7 +169,7 @@ def _fetch_chunks(store: SQLiteStore, ids: list[str] | None) -> dict[str, ChunkR
     return chunks
 
 
-TableCopies = tuple[dict[str, DocumentRecord], dict[str, ChunkRecord], dict[str, set[str]]]
+_ABSENT: Any = object()  # in the undo journal: the row did not exist before the commit
 
 
 class RecordTables:
@@ -188,6 +187,8 @@ class RecordTables:
         self.chunks: LazyRows[ChunkRecord] = LazyRows()
         self._mentions: dict[str, set[str]] = {}  # in memory: entity name -> ids of the chunks naming it
         self._dirty: set[str] = set()  # documents changed by the open commit
+        # In memory, during a commit: each changed row as it was before (see begin_undo).
+        self._undo: tuple[dict[str, Any], dict[str, Any]] | None = None
         self.reset()
 
     def reset(self) -> None:
@@ -227,6 +228,7 @@ class RecordTables:
         """
         record = ChunkRecord(cid, text, entities, relations)
         chunks = self.chunks
+        self._keep_chunk(cid)
         if self._store is not None:
             with self._store.transaction():  # the chunk and its mentions: both or neither survive a crash
                 self._store.execute("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)",
@@ -240,12 +242,18 @@ class RecordTables:
         chunks[cid] = record
         return record
 
+    def claim(self, cid: str, doc_id: str, position: int) -> None:
+        """Record that chunk ``cid`` is at ``position`` of document ``doc_id``."""
+        self._keep_chunk(cid)
+        self.chunks[cid].refs[doc_id] = position
+
     def unref(self, doc_id: str, chunk_ids: Iterable[str]) -> set[str]:
         """Drop ``doc_id``'s claim on its chunks; return the chunks nobody claims any more."""
         orphaned = set()
         for cid in chunk_ids:
             chunk = self.chunks.get(cid)
             if chunk is not None:
+                self._keep_chunk(cid)
                 chunk.refs.pop(doc_id, None)
                 if not chunk.refs:
                     orphaned.add(cid)
@@ -254,6 +262,7 @@ class RecordTables:
     def drop_chunks(self, gone: list[str]) -> None:
         """Remove chunks no document claims, with their mentions (inside the open commit)."""
         for cid in gone:
+            self._keep_chunk(cid)
             chunk = self.chunks.pop(cid, None)
             if chunk is not None:
                 self.note_mentions(chunk, forget=True)
@@ -303,6 +312,8 @@ class RecordTables:
 
     def set_document(self, doc_id: str, doc: DocumentRecord | None) -> DocumentRecord | None:
         """Replace (or with ``None`` remove) a document record; returns the previous one."""
+        if self._undo is not None and doc_id not in self._undo[0]:
+            self._undo[0][doc_id] = self.documents.get(doc_id, _ABSENT)
         old = self.documents.pop(doc_id, None)
         if doc is not None:
             self.documents[doc_id] = doc
@@ -326,17 +337,36 @@ class RecordTables:
 
     # -- an in-memory index's rollback -------------------------------------------------------------
 
-    def copies(self) -> TableCopies:
-        """The in-memory document, chunk and mention tables, copied deep enough for a commit to change."""
-        chunks = {cid: replace(chunk, refs=dict(chunk.refs)) for cid, chunk in self.chunks.items()}
-        return dict(self.documents), chunks, {name: set(ids) for name, ids in self._mentions.items()}
+    def begin_undo(self) -> None:
+        """In memory, a commit begins: from now on each row is kept as it was before its first change."""
+        self._undo = ({}, {})
 
-    def restore(self, copies: TableCopies) -> None:
-        """Return the in-memory tables to what :meth:`copies` returned."""
-        documents, chunks, self._mentions = copies
-        self.documents, self.chunks = LazyRows(), LazyRows()
-        self.documents.update(documents)
-        self.chunks.update(chunks)
+    def end_undo(self) -> None:
+        """The commit ended well: forget the rows kept for undoing it."""
+        self._undo = None
+
+    def undo(self) -> None:
+        """The commit failed: put back every row it changed, and their mentions."""
+        if self._undo is None:
+            return
+        documents, chunks = self._undo
+        self._undo = None
+        for doc_id, doc in documents.items():
+            self.documents.pop(doc_id, None)
+            if doc is not _ABSENT:
+                self.documents[doc_id] = doc
+        for cid, chunk in chunks.items():
+            current = self.chunks.pop(cid, None)
+            if current is not None:
+                self.note_mentions(current, forget=True)
+            if chunk is not _ABSENT:
+                self.chunks[cid] = chunk
+                self.note_mentions(chunk)
+
+    def _keep_chunk(self, cid: str) -> None:
+        if self._undo is not None and cid not in self._undo[1]:
+            chunk = self.chunks.get(cid)
+            self._undo[1][cid] = _ABSENT if chunk is None else replace(chunk, refs=dict(chunk.refs))
 
 
 class StringTable:

@@ -140,13 +140,13 @@ class InMemoryVectorIndex:
             self._vectors[item.id] = _unit(np.asarray(vector, dtype=np.float32))
         self._matrix = None
 
-    def _changed(self, items: Sequence[VectorItem]) -> list[VectorItem]:
+    def changed(self, items: Sequence[VectorItem]) -> list[VectorItem]:
         """Items whose text is new or different: the only ones worth paying to embed."""
         fresh = {item.id: item for item in items}  # the last of duplicate ids wins
         return [item for item in fresh.values() if self._items.get(item.id) != item]
 
     def upsert(self, items: Sequence[VectorItem]) -> None:
-        changed = self._changed(items)
+        changed = self.changed(items)
         if changed:
             self._store(changed, self.embedder.embed([item.text for item in changed]))
 
@@ -155,7 +155,7 @@ class InMemoryVectorIndex:
         self._store(items, vectors)
 
     async def aupsert(self, items: Sequence[VectorItem]) -> None:
-        changed = self._changed(items)
+        changed = self.changed(items)
         if changed:
             self._store(changed, await self.embedder.aembed([item.text for item in changed]))
 
@@ -191,17 +191,6 @@ class InMemoryVectorIndex:
 
     def get(self, item_id: str) -> VectorItem | None:
         return self._items.get(item_id)
-
-    def copy(self) -> InMemoryVectorIndex:
-        """An independent copy sharing the (never modified) items and vectors: a few dict copies, no
-        vector copied. Changes to either index do not show in the other."""
-        twin = InMemoryVectorIndex(self.embedder)
-        twin.restore(self)
-        return twin
-
-    def restore(self, other: InMemoryVectorIndex) -> None:
-        """Hold what ``other`` holds (as :meth:`copy` does): how an index rolls back to a copy of itself."""
-        self._items, self._vectors, self._matrix = dict(other._items), dict(other._vectors), other._matrix
 
     def ids(self) -> list[str]:
         """Every item id, sorted."""

@@ -1,0 +1,130 @@
+"""The writes of an in-memory commit, held back until the commit ends and then applied all at once.
+
+An index without a directory keeps its graph and vectors in memory, where readers see every change
+the moment it is made. So during a commit :class:`~pathrag.PathRAGIndex` hands the rebuild these
+stand-ins instead of the graph and vector indexes: reads go to the real objects (the state before the
+commit), writes are recorded (vectors are embedded at once, since that is the slow part), and
+:meth:`Staged.apply` makes them in one synchronous run at the end. Readers therefore see the state
+before the commit until that run, and a failed commit changes nothing: the recorded writes are dropped.
+
+>>> import asyncio
+>>> from pathrag import NetworkXGraphStore, Relation
+>>> graph = NetworkXGraphStore()
+>>> staged = Staged()
+>>> asyncio.run(staged.graph(graph).aupsert_relations([Relation(source="A", target="B")]))
+>>> len(graph), staged.apply(), len(graph)
+(0, None, 2)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from .graph import GraphStore
+from .models import Entity, Relation
+from .vectors import InMemoryVectorIndex, VectorItem
+
+__all__ = ["Staged"]
+
+
+class Staged:
+    """The recorded writes of one commit, and stand-ins that record them."""
+
+    def __init__(self) -> None:
+        self._writes: list[Callable[[], None]] = []
+
+    def graph(self, live: GraphStore) -> _StagedGraph:
+        """A stand-in for ``live`` whose writes wait for :meth:`apply`."""
+        return _StagedGraph(live, self._writes)
+
+    def vectors(self, live: InMemoryVectorIndex) -> _StagedVectors:
+        """A stand-in for ``live`` whose writes wait for :meth:`apply` (embedding happens at once)."""
+        return _StagedVectors(live, self._writes)
+
+    def apply(self) -> None:
+        """Make the recorded writes, in order, without yielding to the event loop."""
+        writes, self._writes[:] = list(self._writes), []
+        for write in writes:
+            write()
+
+
+class _StagedGraph:
+    """Reads from the live graph; writes recorded. The rebuild never reads what it writes in a commit."""
+
+    def __init__(self, live: GraphStore, writes: list[Callable[[], None]]) -> None:
+        self._live, self._writes = live, writes
+
+    def __getattr__(self, name: str) -> Any:  # reads: neighborhoods, get_entities, ...
+        return getattr(self._live, name)
+
+    def upsert_entities(self, entities: Iterable[Entity], *, merge: Any = None) -> None:
+        entities = list(entities)
+        self._writes.append(lambda: self._live.upsert_entities(entities, merge=merge))
+
+    def upsert_relations(self, relations: Iterable[Relation], *, merge: Any = None) -> None:
+        relations = list(relations)
+        self._writes.append(lambda: self._live.upsert_relations(relations, merge=merge))
+
+    def delete_entities(self, names: Iterable[str]) -> None:
+        names = list(names)
+        self._writes.append(lambda: self._live.delete_entities(names))
+
+    def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
+        pairs = list(pairs)
+        self._writes.append(lambda: self._live.delete_relations(pairs))
+
+    async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Any = None) -> None:
+        self.upsert_entities(entities, merge=merge)
+
+    async def aupsert_relations(self, relations: Iterable[Relation], *, merge: Any = None) -> None:
+        self.upsert_relations(relations, merge=merge)
+
+    async def adelete_entities(self, names: Iterable[str]) -> None:
+        self.delete_entities(names)
+
+    async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
+        self.delete_relations(pairs)
+
+
+class _StagedVectors:
+    """Reads from the live index; upserts embedded now and stored at :meth:`Staged.apply`."""
+
+    def __init__(self, live: InMemoryVectorIndex, writes: list[Callable[[], None]]) -> None:
+        self._live, self._writes = live, writes
+        self._deleted: set[str] = set()  # deleted earlier in this commit: an upsert of one is a change
+
+    def __getattr__(self, name: str) -> Any:  # reads: query, get, ids, ...
+        return getattr(self._live, name)
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def _fresh(self, items: Sequence[VectorItem]) -> list[VectorItem]:
+        changed = self._live.changed(items)
+        known = {item.id for item in changed}
+        return changed + [item for item in items if item.id in self._deleted and item.id not in known]
+
+    def upsert(self, items: Sequence[VectorItem]) -> None:
+        fresh = self._fresh(items)
+        if fresh:
+            self.upsert_vectors(fresh, self._live.embedder.embed([item.text for item in fresh]))
+
+    async def aupsert(self, items: Sequence[VectorItem]) -> None:
+        fresh = self._fresh(items)
+        if fresh:
+            self.upsert_vectors(fresh, await self._live.embedder.aembed([item.text for item in fresh]))
+
+    def upsert_vectors(self, items: Sequence[VectorItem], vectors: Sequence[Sequence[float]]) -> None:
+        items, vectors = list(items), list(vectors)
+        if len(vectors) != len(items):  # refused now, inside the commit, not when applying it
+            raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(items)} texts")
+        self._writes.append(lambda: self._live.upsert_vectors(items, vectors))
+
+    def delete(self, ids: Iterable[str]) -> None:
+        ids = list(ids)
+        self._deleted.update(ids)
+        self._writes.append(lambda: self._live.delete(ids))
+
+    async def adelete(self, ids: Iterable[str]) -> None:
+        self.delete(ids)
