@@ -66,6 +66,7 @@ from llama_index.core.graph_stores.types import Relation as StoreRelation
 from pathrag import Entity, Neighborhood, Relation
 from pathrag.cypher import CypherGraphStore, Runner, falkordb_runner, neo4j_runner
 from pathrag.extraction import check_name
+from pathrag.graph import BaseGraphStore
 from pathrag.merging import merge_relation
 
 __all__ = [
@@ -172,10 +173,12 @@ def relation_to_store(relation: Relation, label: str = RELATION_LABEL,
         "weight": relation.weight, "source_ids": list(relation.source_ids)})
 
 
-class PropertyGraphStoreAdapter:
+class PropertyGraphStoreAdapter(BaseGraphStore):
     """pathrag's :class:`~pathrag.GraphStore` over any LlamaIndex ``PropertyGraphStore`` (see the module doc).
 
     ``ignore_relations``: relation labels never traversed. ``relation_label``: the label of written relations.
+    Every async method is native (the store's ``aget_triplets``, ``aget``, ``aupsert_nodes``...), none
+    is :class:`~pathrag.graph.BaseGraphStore`'s thread hop: a store may only have a real async client.
     """
 
     def __init__(

@@ -1,14 +1,27 @@
-"""The embedded graph store: protocol conformance, merge hooks, relation identity, persistence."""
+"""The networkx store's own features (wrapping graphs, directed relations, persistence) and
+BaseGraphStore's async twins. The GraphStore contract (pathrag.testing) runs on every store in
+test_graph_store_contract.py."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import threading
 
 import networkx as nx
 import pytest
 
-from pathrag import Entity, GraphStore, NetworkXGraphStore, Relation, as_graph_store, find_key_paths
+from pathrag import (
+    BaseGraphStore,
+    Entity,
+    GraphStore,
+    Neighborhood,
+    NetworkXGraphStore,
+    Relation,
+    as_graph_store,
+    find_key_paths,
+)
 from pathrag.graph import atomic_write_text
 
 
@@ -33,63 +46,12 @@ def test_is_a_graph_store():
     assert as_graph_store(store) is store
 
 
-def test_reads_are_batched_and_skip_unknown_names():
-    store = build()
-    assert set(store.get_entities(["ALICE", "NOBODY", "ÉCLUSE"])) == {"ALICE", "ÉCLUSE"}
-    assert store.get_entities(["ÉCLUSE"])["ÉCLUSE"] == Entity(name="ÉCLUSE")
-    found = store.get_relations([("HARBOUR", "ALICE"), ("ALICE", "NOBODY")])
-    assert list(found) == [("HARBOUR", "ALICE")]
-    relation = found[("HARBOUR", "ALICE")]
-    assert relation.pair == ("ALICE", "HARBOUR")  # recorded direction survives a reversed lookup
-    assert relation.keywords == ("sailing", "home port") and relation.weight == 3.0
-
-
-def test_undirected_identity_merges_reverse_relations():
-    store = build()
-    store.upsert_relations([Relation(source="HARBOUR", target="ALICE", description="replaced")])
-    assert store.graph.number_of_edges() == 2
-    assert store.get_relations([("ALICE", "HARBOUR")])[("ALICE", "HARBOUR")].description == "replaced"
-
-
 def test_directed_identity_keeps_both_directions():
     store = NetworkXGraphStore(directed_relations=True)
     store.upsert_relations([Relation(source="A", target="B", description="ab"),
                             Relation(source="B", target="A", description="ba")])
     found = store.get_relations([("A", "B"), ("B", "A")])
     assert (found[("A", "B")].description, found[("B", "A")].description) == ("ab", "ba")
-
-
-def test_merge_hooks_receive_existing_and_incoming():
-    store = build()
-    seen = []
-
-    def merge_entity(old: Entity, new: Entity) -> Entity:
-        seen.append((old.description, new.description))
-        return new.model_copy(update={"description": old.description + " | " + new.description})
-
-    def merge_relation(old: Relation, new: Relation) -> Relation:
-        return old.model_copy(update={"weight": old.weight + new.weight})
-
-    store.upsert_entities([Entity(name="ALICE", description="Also a cook.")], merge=merge_entity)
-    store.upsert_entities([Entity(name="BRAND NEW", description="fresh")], merge=merge_entity)
-    store.upsert_relations([Relation(source="HARBOUR", target="ALICE", weight=2)], merge=merge_relation)
-    assert seen == [("A navigator.", "Also a cook.")]  # no merge call for a new entity
-    assert store.get_entities(["ALICE"])["ALICE"].description == "A navigator. | Also a cook."
-    assert store.get_relations([("ALICE", "HARBOUR")])[("ALICE", "HARBOUR")].weight == 5.0
-
-
-def test_delete_entities_removes_incident_relations():
-    store = build()
-    store.delete_entities(["HARBOUR", "UNKNOWN"])
-    assert set(store.get_entities(["ALICE", "HARBOUR", "ÉCLUSE"])) == {"ALICE", "ÉCLUSE"}
-    assert store.graph.number_of_edges() == 0
-
-
-def test_delete_relations_either_direction():
-    store = build()
-    store.delete_relations([("HARBOUR", "ALICE"), ("X", "Y")])
-    assert store.get_relations([("ALICE", "HARBOUR")]) == {}
-    assert store.get_entities(["ALICE"])  # endpoints stay
 
 
 def test_save_and_load_round_trip(tmp_path):
@@ -144,3 +106,91 @@ def test_neighborhoods_limits_and_degrees():
 def test_wrapping_rejects_non_graphs():
     with pytest.raises(TypeError):
         NetworkXGraphStore({"a": "b"})  # type: ignore[arg-type]
+
+
+# -- BaseGraphStore: the async twins of the sync methods ------------------------------------------
+
+
+class Recording(BaseGraphStore):
+    """Records which thread ran each sync method and what it was given."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int, object, dict]] = []
+
+    def _record(self, name, arg, **kwargs):
+        self.calls.append((name, threading.get_ident(), arg, kwargs))
+
+    def neighborhoods(self, requests, *, directed=False, keep=()):
+        self._record("neighborhoods", requests, directed=directed, keep=keep)
+        return {name: Neighborhood(0, {}) for name in requests}
+
+    def get_entities(self, names):
+        self._record("get_entities", names)
+        return {name: Entity(name=name) for name in names}
+
+    def get_relations(self, pairs):
+        self._record("get_relations", pairs)
+        return {pair: Relation(source=pair[0], target=pair[1]) for pair in pairs}
+
+    def upsert_entities(self, entities, *, merge=None):
+        self._record("upsert_entities", entities, merge=merge)
+
+    def upsert_relations(self, relations, *, merge=None):
+        self._record("upsert_relations", relations, merge=merge)
+
+    def delete_entities(self, names):
+        self._record("delete_entities", names)
+
+    def delete_relations(self, pairs):
+        self._record("delete_relations", pairs)
+
+
+class OnTheLoop(Recording):
+    async_in_thread = False
+
+
+async def run_every_twin(store: Recording) -> list:
+    merge = lambda old, new: new  # noqa: E731
+    return [
+        await store.aneighborhoods({"A": None}, directed=True, keep={"B"}),
+        await store.aget_entities(n for n in ["A"]),
+        await store.aget_relations(p for p in [("A", "B")]),
+        await store.aupsert_entities((e for e in [Entity(name="A")]), merge=merge),
+        await store.aupsert_relations((r for r in [Relation(source="A", target="B")]), merge=merge),
+        await store.adelete_entities(n for n in ["A"]),
+        await store.adelete_relations(p for p in [("A", "B")]),
+    ]
+
+
+@pytest.mark.parametrize("cls", [Recording, OnTheLoop])
+def test_base_class_async_twins_run_the_sync_methods(cls):
+    store = cls()
+    answers = asyncio.run(run_every_twin(store))
+    assert isinstance(store, GraphStore)
+    assert answers == [{"A": Neighborhood(0, {})}, {"A": Entity(name="A")},
+                       {("A", "B"): Relation(source="A", target="B")}, None, None, None, None]
+    assert [name for name, *_ in store.calls] == ["neighborhoods", "get_entities", "get_relations", "upsert_entities",
+                                                   "upsert_relations", "delete_entities", "delete_relations"]
+    here = threading.get_ident()
+    assert all((thread != here) is cls.async_in_thread for _, thread, _, _ in store.calls)
+    # generators were turned into lists on the caller's side; keyword arguments passed through
+    assert all(isinstance(arg, list) for name, _, arg, _ in store.calls if name != "neighborhoods")
+    assert store.calls[0][3] == {"directed": True, "keep": {"B"}}
+    assert store.calls[3][3]["merge"] is store.calls[4][3]["merge"] is not None
+
+
+def test_a_store_missing_a_sync_method_cannot_be_made():
+    class Partial(BaseGraphStore):
+        def neighborhoods(self, requests, *, directed=False, keep=()):
+            return {}
+
+    with pytest.raises(TypeError, match="abstract"):
+        Partial()  # type: ignore[abstract]
+
+
+def test_shipped_stores_use_the_base_class_as_documented():
+    from pathrag.cypher import CypherGraphStore
+
+    assert issubclass(NetworkXGraphStore, BaseGraphStore) and NetworkXGraphStore.async_in_thread is False
+    assert issubclass(CypherGraphStore, BaseGraphStore) and CypherGraphStore.async_in_thread is True
+    assert "aneighborhoods" not in vars(NetworkXGraphStore) and "aget_entities" not in vars(CypherGraphStore)

@@ -172,14 +172,3 @@ def test_writes_keep_other_properties_and_replace_relations():
     adapter.upsert_entities([Entity(name="C")])
     adapter.delete_entities(["B"])
     assert sorted(n.id for n in store.get()) == ["A", "C"] and store.get_triplets(entity_names=["A"]) == []
-
-
-async def test_async_twins_agree():
-    store = store_of([("S", "A"), ("A", "T"), ("S", "B"), ("B", "C"), ("C", "T")])
-    adapter = PropertyGraphStoreAdapter(store)
-    assert (await adapter.aneighborhoods({"S": None}, keep=["T"])) == adapter.neighborhoods({"S": None}, keep=["T"])
-    assert (await adapter.aget_relations([("A", "S")])) == adapter.get_relations([("A", "S")])
-    await adapter.aupsert_entities([Entity(name="S", type="place")])
-    await adapter.aupsert_relations([Relation(source="S", target="T", description="direct")])
-    assert (await adapter.aget_entities(["S"]))["S"].type == "place"
-    assert adapter.neighborhoods({"S": None})["S"].degree == 3

@@ -7,7 +7,7 @@
 """
 
 from .cypher import CypherGraphStore
-from .graph import GraphStore, Neighborhood, NetworkXGraphStore, as_graph_store
+from .graph import BaseGraphStore, GraphStore, Neighborhood, NetworkXGraphStore, as_graph_store
 from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
 from .llm import LanguageModel, as_language_model
 from .models import Entity, Relation, ScoredPath
@@ -25,6 +25,7 @@ from .pruning import (
 from .vectors import Embedder, HashingEmbedder, InMemoryVectorIndex, VectorHit, VectorIndex, VectorItem
 
 __all__ = [
+    "BaseGraphStore",
     "CypherGraphStore",
     "Document",
     "Embedder",

@@ -24,8 +24,9 @@ these parameters, give me the rows" function and its own way of declaring the un
   and relationship type can be changed (e.g. to keep several indexes apart in one Neo4j database), and
   so can the name property (``key``) and the relationship types traversal follows (``traverse``), which
   lets the store read a graph written by someone else (e.g. LlamaIndex's ``(:__Entity__ {id})`` nodes).
-* **Async twins** run the sync call in a worker thread (``asyncio.to_thread``): both constructors take
-  a sync handle, and both clients' connection pools are thread-safe.
+* **Async twins** are :class:`~pathrag.graph.BaseGraphStore`'s: the sync call in a worker thread
+  (``asyncio.to_thread``), since both constructors take a sync handle and both clients' connection
+  pools are thread-safe.
 
 Usage (needs a running server)::
 
@@ -37,7 +38,6 @@ Usage (needs a running server)::
 
 from __future__ import annotations
 
-import asyncio
 import math
 import re
 import threading
@@ -45,7 +45,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from typing import Any
 
 from .extraction import EntityNameError, check_name
-from .graph import Merge, Neighborhood, _entity, _entity_attrs, _relation, _relation_attrs
+from .graph import BaseGraphStore, Merge, Neighborhood, _entity, _entity_attrs, _relation, _relation_attrs
 from .models import Entity, Relation
 
 __all__ = ["CypherGraphStore", "Runner", "falkordb_runner", "neo4j_runner"]
@@ -102,7 +102,7 @@ DELETE r""",
 }
 
 
-class CypherGraphStore:
+class CypherGraphStore(BaseGraphStore):
     """A :class:`~pathrag.GraphStore` in a Cypher database; build it with :meth:`from_falkordb` or
     :meth:`from_neo4j`, or pass your own :data:`Runner`.
 
@@ -211,20 +211,12 @@ class CypherGraphStore:
         found = {name: Neighborhood(degree, dict(pairs)) for name, degree, pairs in rows}
         return {name: found[name] for name in requests if name in found}
 
-    async def aneighborhoods(
-        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
-    ) -> dict[str, Neighborhood]:
-        return await asyncio.to_thread(self.neighborhoods, requests, directed=directed, keep=keep)
-
     # -- reads -------------------------------------------------------------------------------------
 
     def get_entities(self, names: Iterable[str]) -> dict[str, Entity]:
         names = list(dict.fromkeys(names))
         found = {row[0]: _entity_from_row(row) for row in self._batched("get_entities", "names", names, False)}
         return {name: found[name] for name in names if name in found}
-
-    async def aget_entities(self, names: Iterable[str]) -> dict[str, Entity]:
-        return await asyncio.to_thread(self.get_entities, list(names))
 
     def _stored(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
         """The stored relations on these pairs, keyed by their recorded direction (both directions are
@@ -255,9 +247,6 @@ class CypherGraphStore:
                 found[pair] = stored[key]  # type: ignore[index]
         return found
 
-    async def aget_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
-        return await asyncio.to_thread(self.get_relations, list(pairs))
-
     def iter_entities(self) -> Iterator[Entity]:
         """Every entity (one query)."""
         return (_entity_from_row(row) for row in self._run("all_entities"))
@@ -287,9 +276,6 @@ class CypherGraphStore:
         self._check_names(final)  # a merge hook could have produced another name
         self._batched("set_entities", "rows", [{"name": e.name, "props": {**_entity_attrs(e), self.key: e.name}} for e in final.values()])
 
-    async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
-        await asyncio.to_thread(self.upsert_entities, list(entities), merge=merge)
-
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
         relations = list(relations)
         for relation in relations:
@@ -314,16 +300,8 @@ class CypherGraphStore:
         self._batched("set_relations", "rows", [
             {"s": r.source, "t": r.target, "props": _relation_attrs(r)} for r in written.values()])
 
-    async def aupsert_relations(
-        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None
-    ) -> None:
-        await asyncio.to_thread(self.upsert_relations, list(relations), merge=merge)
-
     def delete_entities(self, names: Iterable[str]) -> None:
         self._batched("delete_entities", "names", list(dict.fromkeys(names)))
-
-    async def adelete_entities(self, names: Iterable[str]) -> None:
-        await asyncio.to_thread(self.delete_entities, list(names))
 
     def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
         pairs = [tuple(pair) for pair in pairs]
@@ -335,9 +313,6 @@ class CypherGraphStore:
                 del stored[key]  # type: ignore[arg-type]
                 gone.append({"s": key[0], "t": key[1]})
         self._batched("delete_relations", "pairs", gone)
-
-    async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
-        await asyncio.to_thread(self.delete_relations, list(pairs))
 
     def __repr__(self) -> str:
         return f"CypherGraphStore(label={self.label!r}, relationship={self.relationship!r}, key={self.key!r})"

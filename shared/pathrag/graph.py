@@ -17,13 +17,15 @@ Neighborhood(degree=2, neighbors={'c': 1})
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import tempfile
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import networkx as nx
 
@@ -31,6 +33,7 @@ from .extraction import check_name
 from .models import Entity, Relation
 
 __all__ = [
+    "BaseGraphStore",
     "GraphStore",
     "Neighborhood",
     "NetworkXGraphStore",
@@ -39,6 +42,7 @@ __all__ = [
 ]
 
 T = TypeVar("T", Entity, Relation)
+R = TypeVar("R")
 Merge = Callable[[T, T], T]
 """A merge hook: ``merge(existing, incoming) -> stored``."""
 
@@ -59,60 +63,244 @@ class Neighborhood:
 class GraphStore(Protocol):
     """What the core needs from a graph database. Every read and write is batched.
 
-    Traversal: with ``directed=True`` a node's neighbours are the targets of its out-edges, otherwise
-    all nodes sharing an edge with it. Degrees count distinct neighbours, self-loops excluded.
-    Relations are looked up by pair in either direction; the answer is keyed by the pair as asked.
-    Unknown names and pairs are left out of answers, never an error.
+    The structural type: any object with these fourteen methods is a graph store (``isinstance`` works);
+    subclass :class:`BaseGraphStore` to write only the seven sync ones. Entities are keyed by name;
+    a relation is identified by its pair of endpoints. Unknown names and pairs are left out of
+    answers, never an error. ``pathrag.testing.GraphStoreContract`` is the test suite of this contract.
     """
 
     def neighborhoods(
         self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
     ) -> dict[str, Neighborhood]:
-        """For each requested node: all neighbours if its degree is at most the limit (``None``: no
-        limit), else only those in ``keep``."""
+        """One hop of a path search, for a whole frontier at once.
+
+        Args:
+            requests: node name -> degree limit. A node whose traversal degree is at most its limit
+                (``None``: no limit) lists all its neighbours; one above it lists only those in ``keep``.
+            directed: ``True``: a node's neighbours are the targets of its out-edges (relations in their
+                recorded direction); ``False``: every node sharing a relation with it, either way.
+            keep: the names a node over its limit still lists (the seeds and the nodes already known
+                to be expandable), when they are its neighbours.
+
+        Returns:
+            For each requested node that exists (unknown ones are left out; an isolated entity is
+            ``Neighborhood(0, {})``): its traversal degree and its listed neighbours, each with its own
+            traversal degree (same ``directed``). Degrees count distinct neighbours, self-loops excluded.
+        """
         ...
 
     async def aneighborhoods(
         self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
-    ) -> dict[str, Neighborhood]: ...
-
-    def get_entities(self, names: Iterable[str]) -> dict[str, Entity]: ...
-
-    async def aget_entities(self, names: Iterable[str]) -> dict[str, Entity]: ...
-
-    def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]: ...
-
-    async def aget_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]: ...
-
-    def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
-        """Insert or replace; with ``merge``, an existing entity becomes ``merge(existing, new)``.
-
-        pathrag's stores refuse a name some store cannot hold (:func:`pathrag.extraction.check_name`)
-        with :class:`~pathrag.extraction.EntityNameError` before writing anything; they never rename."""
+    ) -> dict[str, Neighborhood]:
+        """Async twin of :meth:`neighborhoods`: same arguments, same answer."""
         ...
 
-    async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None: ...
+    def get_entities(self, names: Iterable[str]) -> dict[str, Entity]:
+        """Entities by name.
+
+        Args:
+            names: entity names (any iterable, duplicates allowed).
+
+        Returns:
+            name -> :class:`~pathrag.Entity` for the names that exist; the others are left out.
+        """
+        ...
+
+    async def aget_entities(self, names: Iterable[str]) -> dict[str, Entity]:
+        """Async twin of :meth:`get_entities`."""
+        ...
+
+    def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
+        """Relations by pair of endpoints.
+
+        Args:
+            pairs: ``(source, target)`` pairs. A pair finds the relation stored either way round
+                (only the exact direction on a store with ``directed_relations=True``).
+
+        Returns:
+            Keyed by the pair *as asked*; each :class:`~pathrag.Relation` keeps its recorded direction
+            (``("B", "A")`` may answer a relation ``A -> B``). Pairs without a relation are left out.
+        """
+        ...
+
+    async def aget_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
+        """Async twin of :meth:`get_relations`."""
+        ...
+
+    def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
+        """Insert or replace entities, keyed by name.
+
+        Args:
+            entities: the entities to write; within one batch each sees the ones before it.
+            merge: ``merge(existing, incoming) -> stored``, called only for a name already stored;
+                without it the incoming entity replaces the stored one.
+
+        Raises:
+            EntityNameError: pathrag's stores refuse a name some store cannot hold
+                (:func:`pathrag.extraction.check_name`) before writing anything; they never rename.
+        """
+        ...
+
+    async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
+        """Async twin of :meth:`upsert_entities`."""
+        ...
 
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
-        """Insert or replace (creating missing endpoints as bare entities); ``merge`` as for entities."""
+        """Insert or replace relations, identified by their pair of endpoints.
+
+        A relation replaces the one stored on its pair, either way round unless the store has
+        ``directed_relations=True``, and is then stored in the new relation's direction. Missing
+        endpoints are created as bare entities (no type, description or sources); stored ones are
+        left as they are.
+
+        Args:
+            relations: the relations to write; within one batch each sees the ones before it.
+            merge: ``merge(existing, incoming) -> stored`` for a pair already stored (the result may
+                be oriented either way); as for entities otherwise.
+
+        Raises:
+            EntityNameError: as :meth:`upsert_entities`, for either endpoint.
+        """
         ...
 
     async def aupsert_relations(
         self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None
-    ) -> None: ...
-
-    def delete_entities(self, names: Iterable[str]) -> None:
-        """Delete entities and every relation touching them."""
+    ) -> None:
+        """Async twin of :meth:`upsert_relations`."""
         ...
 
-    async def adelete_entities(self, names: Iterable[str]) -> None: ...
+    def delete_entities(self, names: Iterable[str]) -> None:
+        """Delete entities and every relation touching them; unknown names are ignored.
 
-    def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None: ...
+        Args:
+            names: entity names.
+        """
+        ...
 
-    async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None: ...
+    async def adelete_entities(self, names: Iterable[str]) -> None:
+        """Async twin of :meth:`delete_entities`."""
+        ...
+
+    def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Delete the relation on each pair, found as by :meth:`get_relations`; endpoints stay, and
+        pairs without a relation are ignored.
+
+        Args:
+            pairs: ``(source, target)`` pairs.
+        """
+        ...
+
+    async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Async twin of :meth:`delete_relations`."""
+        ...
 
 
-class NetworkXGraphStore:
+class BaseGraphStore(ABC):
+    """A :class:`GraphStore` written as its seven sync methods: each async twin runs its sync method.
+
+    How is a class choice, :attr:`async_in_thread`:
+
+    * ``True`` (the default, for stores doing blocking I/O: a database client, files): in a worker
+      thread (``asyncio.to_thread``), so the event loop keeps running meanwhile. The sync methods must
+      then be safe to call from any thread. Iterables are turned into lists first, on the caller's
+      thread, so a generator is never consumed by another thread.
+    * ``False``: directly, on the event loop's thread. For in-memory stores (a call takes microseconds,
+      less than a thread hop, and nothing else then touches the data while it runs) and for stores whose
+      sync methods depend on per-thread state, like :class:`pathrag.store.SQLiteGraphStore` (a read
+      transaction opened with ``SQLiteStore.snapshot()`` and the writer's transaction lock belong to
+      the thread that opened them).
+
+    A store with a real async path (an async driver) overrides those async methods. Check a store
+    with :class:`pathrag.testing.GraphStoreContract`.
+
+    >>> class Tiny(BaseGraphStore):  # a store of isolated entities, enough to show the twins
+    ...     async_in_thread = False
+    ...     def __init__(self): self.entities = {}
+    ...     def neighborhoods(self, requests, *, directed=False, keep=()):
+    ...         return {name: Neighborhood(0, {}) for name in requests if name in self.entities}
+    ...     def get_entities(self, names): return {n: self.entities[n] for n in names if n in self.entities}
+    ...     def get_relations(self, pairs): return {}
+    ...     def upsert_entities(self, entities, *, merge=None):
+    ...         for e in entities:
+    ...             old = self.entities.get(e.name)
+    ...             self.entities[e.name] = e if old is None or merge is None else merge(old, e)
+    ...     def upsert_relations(self, relations, *, merge=None): raise NotImplementedError
+    ...     def delete_entities(self, names):
+    ...         for name in names: self.entities.pop(name, None)
+    ...     def delete_relations(self, pairs): pass
+    >>> import asyncio
+    >>> store = Tiny()
+    >>> asyncio.run(store.aupsert_entities([Entity(name="A")]))
+    >>> asyncio.run(store.aneighborhoods({"A": None, "B": None})), isinstance(store, GraphStore)
+    ({'A': Neighborhood(degree=0, neighbors={})}, True)
+    """
+
+    #: Whether the async twins run the sync methods in a worker thread (see the class docstring).
+    async_in_thread: ClassVar[bool] = True
+
+    async def _sync(self, method: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+        """``method(*args, **kwargs)``, in a worker thread if :attr:`async_in_thread`."""
+        if self.async_in_thread:
+            return await asyncio.to_thread(method, *args, **kwargs)
+        return method(*args, **kwargs)
+
+    @abstractmethod
+    def neighborhoods(
+        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
+    ) -> dict[str, Neighborhood]:
+        """See :meth:`GraphStore.neighborhoods`."""
+
+    async def aneighborhoods(
+        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
+    ) -> dict[str, Neighborhood]:
+        return await self._sync(self.neighborhoods, requests, directed=directed, keep=keep)
+
+    @abstractmethod
+    def get_entities(self, names: Iterable[str]) -> dict[str, Entity]:
+        """See :meth:`GraphStore.get_entities`."""
+
+    async def aget_entities(self, names: Iterable[str]) -> dict[str, Entity]:
+        return await self._sync(self.get_entities, list(names))
+
+    @abstractmethod
+    def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
+        """See :meth:`GraphStore.get_relations`."""
+
+    async def aget_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
+        return await self._sync(self.get_relations, list(pairs))
+
+    @abstractmethod
+    def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
+        """See :meth:`GraphStore.upsert_entities`."""
+
+    async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
+        await self._sync(self.upsert_entities, list(entities), merge=merge)
+
+    @abstractmethod
+    def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
+        """See :meth:`GraphStore.upsert_relations`."""
+
+    async def aupsert_relations(
+        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None
+    ) -> None:
+        await self._sync(self.upsert_relations, list(relations), merge=merge)
+
+    @abstractmethod
+    def delete_entities(self, names: Iterable[str]) -> None:
+        """See :meth:`GraphStore.delete_entities`."""
+
+    async def adelete_entities(self, names: Iterable[str]) -> None:
+        await self._sync(self.delete_entities, list(names))
+
+    @abstractmethod
+    def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """See :meth:`GraphStore.delete_relations`."""
+
+    async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
+        await self._sync(self.delete_relations, list(pairs))
+
+
+class NetworkXGraphStore(BaseGraphStore):
     """The embedded default: a graph in memory, persisted as one JSON file in a directory.
 
     Wraps a ``networkx.Graph`` or ``DiGraph`` without copying it; nodes are entity names, and entity and
@@ -126,6 +314,8 @@ class NetworkXGraphStore:
     >>> store.get_relations([("B", "A")])[("B", "A")].description
     'A owns B'
     """
+
+    async_in_thread = False  # in memory: the async twins call the sync methods directly
 
     def __init__(self, graph: nx.Graph | None = None, *, directed_relations: bool = False) -> None:
         if graph is not None and not isinstance(graph, nx.Graph):
@@ -185,11 +375,6 @@ class NetworkXGraphStore:
             result[u] = Neighborhood(d, {v: degree(v) for v in candidates if v != u})
         return result
 
-    async def aneighborhoods(
-        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
-    ) -> dict[str, Neighborhood]:
-        return self.neighborhoods(requests, directed=directed, keep=keep)
-
     # -- reads -------------------------------------------------------------------------------------
 
     def _edge_key(self, source: str, target: str) -> tuple[str, str] | None:
@@ -205,9 +390,6 @@ class NetworkXGraphStore:
         nodes = self.graph.nodes
         return {name: _entity(name, nodes[name]) for name in names if name in nodes}
 
-    async def aget_entities(self, names: Iterable[str]) -> dict[str, Entity]:
-        return self.get_entities(names)
-
     def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
         found: dict[tuple[str, str], Relation] = {}
         for pair in pairs:
@@ -215,9 +397,6 @@ class NetworkXGraphStore:
             if key is not None:
                 found[tuple(pair)] = _relation(key, self.graph.edges[key])  # type: ignore[index]
         return found
-
-    async def aget_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
-        return self.get_relations(pairs)
 
     def iter_entities(self) -> Iterator[Entity]:
         """Every entity, in insertion order."""
@@ -247,9 +426,6 @@ class NetworkXGraphStore:
             attrs.clear()
             attrs.update(_entity_attrs(entity))
 
-    async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
-        self.upsert_entities(entities, merge=merge)
-
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
         relations = list(relations)
         for relation in relations:
@@ -270,25 +446,14 @@ class NetworkXGraphStore:
             attrs.clear()
             attrs.update(_relation_attrs(relation))
 
-    async def aupsert_relations(
-        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None
-    ) -> None:
-        self.upsert_relations(relations, merge=merge)
-
     def delete_entities(self, names: Iterable[str]) -> None:
         self.graph.remove_nodes_from(list(names))
-
-    async def adelete_entities(self, names: Iterable[str]) -> None:
-        self.delete_entities(names)
 
     def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
         for pair in pairs:
             key = self._edge_key(*pair)
             if key is not None:
                 self.graph.remove_edge(*key)
-
-    async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
-        self.delete_relations(pairs)
 
     # -- persistence -------------------------------------------------------------------------------
 

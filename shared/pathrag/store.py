@@ -50,7 +50,7 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 from .extraction import check_name
-from .graph import Neighborhood
+from .graph import BaseGraphStore, Neighborhood
 from .models import Entity, Relation
 from .vectors import Embedder, VectorHit, VectorItem
 
@@ -642,7 +642,7 @@ def _relation_of(row: Sequence[Any]) -> Relation:
 _REL_COLUMNS = "source, target, description, keywords, weight, source_ids"
 
 
-class SQLiteGraphStore:
+class SQLiteGraphStore(BaseGraphStore):
     """A :class:`~pathrag.GraphStore` on the ``entities`` and ``relations`` tables of a store.
 
     Same semantics as :class:`~pathrag.NetworkXGraphStore` (a directed graph whose relations are, unless
@@ -650,6 +650,11 @@ class SQLiteGraphStore:
     Reads see the last committed state; writes join the store's open transaction. Each hop of a path
     search is a few indexed queries, whatever the size of the graph.
     """
+
+    # The async twins call the sync methods on the caller's thread, not in a worker thread: a reader's
+    # snapshot (SQLiteStore.snapshot) and the writer's transaction lock belong to the thread that opened
+    # them, so `with store.snapshot(): await graph.aget_entities(...)` must read on that same thread.
+    async_in_thread = False
 
     def __init__(self, store: SQLiteStore, *, directed_relations: bool = False) -> None:
         self.store = store
@@ -707,11 +712,6 @@ class SQLiteGraphStore:
         degree.update(self._degrees(wanted, directed))
         return {u: Neighborhood(degree[u], {v: degree[v] for v in sorted(neighbours[u])}) for u in asked}
 
-    async def aneighborhoods(
-        self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
-    ) -> dict[str, Neighborhood]:
-        return self.neighborhoods(requests, directed=directed, keep=keep)
-
     # -- reads -------------------------------------------------------------------------------------
 
     def get_entities(self, names: Iterable[str]) -> dict[str, Entity]:
@@ -721,9 +721,6 @@ class SQLiteGraphStore:
         rows = {row[0]: row for row in self.store.read(
             f"SELECT name, type, description, source_ids FROM entities WHERE name IN {_IN}", (dumps(names),))}
         return {name: _entity_of(rows[name]) for name in names if name in rows}
-
-    async def aget_entities(self, names: Iterable[str]) -> dict[str, Entity]:
-        return self.get_entities(names)
 
     def _relation_rows(self, pairs: Sequence[tuple[str, str]], *, writer: bool) -> dict[tuple[str, str], Relation]:
         """Stored relations whose (source, target) is one of ``pairs`` or (undirected) its reverse."""
@@ -753,9 +750,6 @@ class SQLiteGraphStore:
             if key is not None:
                 found[pair] = stored[key]  # type: ignore[index]
         return found
-
-    async def aget_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
-        return self.get_relations(pairs)
 
     def iter_entities(self) -> Iterator[Entity]:
         """Every entity, in insertion order (streamed)."""
@@ -798,9 +792,6 @@ class SQLiteGraphStore:
                 "description = excluded.description, source_ids = excluded.source_ids",
                 [_entity_row(e) for e in entities])
 
-    async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
-        self.upsert_entities(entities, merge=merge)
-
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
         relations = list(relations)
         if not relations:
@@ -830,11 +821,6 @@ class SQLiteGraphStore:
                 "weight = excluded.weight, source_ids = excluded.source_ids",
                 [_relation_row(r) for r in written.values()])
 
-    async def aupsert_relations(
-        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None
-    ) -> None:
-        self.upsert_relations(relations, merge=merge)
-
     def delete_entities(self, names: Iterable[str]) -> None:
         names = dumps(list(names))
         if names == "[]":
@@ -842,9 +828,6 @@ class SQLiteGraphStore:
         with self.store.transaction():
             self.store.execute(f"DELETE FROM relations WHERE source IN {_IN} OR target IN {_IN}", (names, names))
             self.store.execute(f"DELETE FROM entities WHERE name IN {_IN}", (names,))
-
-    async def adelete_entities(self, names: Iterable[str]) -> None:
-        self.delete_entities(names)
 
     def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
         pairs = [tuple(p) for p in pairs]
@@ -854,9 +837,6 @@ class SQLiteGraphStore:
             stored = self._relation_rows(pairs, writer=True)  # type: ignore[arg-type]
             keys = {key: None for pair in pairs if (key := self._key(stored, *pair)) is not None}
             self.store.executemany("DELETE FROM relations WHERE source = ? AND target = ?", list(keys))
-
-    async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
-        self.delete_relations(pairs)
 
     def __repr__(self) -> str:
         return f"SQLiteGraphStore({self.store.path})"
