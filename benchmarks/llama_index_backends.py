@@ -33,12 +33,26 @@ from tests.falkordb_server import start_server, stop_server  # noqa: E402
 
 def load(store: FalkorDBPropertyGraphStore, graph, rng: random.Random) -> float:
     start = time.perf_counter()
-    nodes = [EntityNode(name=n, label=rng.choice(["person", "place", "org"]),
-                        properties={"description": f"{n} is a thing described in a sentence or two.",
-                                    "triplet_source_id": f"c{i % 500}"}) for i, n in enumerate(graph.nodes)]
-    relations = [StoreRelation(label="RELATED_TO", source_id=a, target_id=b,
-                               properties={"description": f"{a} relates to {b}.", "keywords": ["k"], "weight": 1.0})
-                 for a, b in graph.edges]
+    nodes = [
+        EntityNode(
+            name=n,
+            label=rng.choice(["person", "place", "org"]),
+            properties={
+                "description": f"{n} is a thing described in a sentence or two.",
+                "triplet_source_id": f"c{i % 500}",
+            },
+        )
+        for i, n in enumerate(graph.nodes)
+    ]
+    relations = [
+        StoreRelation(
+            label="RELATED_TO",
+            source_id=a,
+            target_id=b,
+            properties={"description": f"{a} relates to {b}.", "keywords": ["k"], "weight": 1.0},
+        )
+        for a, b in graph.edges
+    ]
     for i in range(0, len(nodes), 5000):
         store.upsert_nodes(nodes[i : i + 5000])
     for i in range(0, len(relations), 5000):
@@ -73,7 +87,9 @@ def main() -> None:
     try:
         store = FalkorDBPropertyGraphStore(url=f"unix://{server.socket}", database="bench", refresh_schema=False)
         seconds = load(store, graph, rng)
-        print(f"{args.graph}: {args.nodes:,} entities, {graph.number_of_edges():,} relations, loaded in {seconds:.1f} s\n")
+        print(
+            f"{args.graph}: {args.nodes:,} entities, {graph.number_of_edges():,} relations, loaded in {seconds:.1f} s\n"
+        )
         calls = {"get_triplets": 0}
         original = store.get_triplets
 
@@ -86,12 +102,18 @@ def main() -> None:
         weights = [graph.degree(n) for n in nodes]
         seed_sets = [list(dict.fromkeys(rng.choices(nodes, weights=weights, k=40))) for _ in range(args.queries)]
         run = cypher_runner(store)
-        print("| θ | same paths | generic p50 ms | get_triplets / query | pushed-down p50 ms | get_triplets / query | hop queries / query |")
+        print(
+            "| θ | same paths | generic p50 ms | get_triplets / query | pushed-down p50 ms | get_triplets / query | hop queries / query |"
+        )
         print("|---|---|---|---|---|---|---|")
         for theta in (0.05, 0.01):
             generic, g_p50, g_calls, _ = measure(lambda: PropertyGraphStoreAdapter(store), seed_sets, theta, calls)
-            pushed, p_p50, p_calls, p_hops = measure(lambda: CypherPropertyGraphAdapter(store, run), seed_sets, theta, calls)
-            print(f"| {theta} | {generic == pushed} | {g_p50:.0f} | {g_calls:.1f} | {p_p50:.0f} | {p_calls:.1f} | {p_hops:.1f} |")
+            pushed, p_p50, p_calls, p_hops = measure(
+                lambda: CypherPropertyGraphAdapter(store, run), seed_sets, theta, calls
+            )
+            print(
+                f"| {theta} | {generic == pushed} | {g_p50:.0f} | {g_calls:.1f} | {p_p50:.0f} | {p_calls:.1f} | {p_hops:.1f} |"
+            )
         store.close()
     finally:
         stop_server(server)

@@ -244,9 +244,15 @@ class Methods:
 
     def lightrag_local(self, question: str) -> Context:
         entities, relations, passages = self._seed_local(question)
-        return lambda budget: _sections(question, [("Entities", entities, budget // 3),
-                                                   ("Relations", relations, budget // 3),
-                                                   ("Passages", passages, budget)], budget)
+        return lambda budget: _sections(
+            question,
+            [
+                ("Entities", entities, budget // 3),
+                ("Relations", relations, budget // 3),
+                ("Passages", passages, budget),
+            ],
+            budget,
+        )
 
     def lightrag_hybrid(self, question: str) -> Context:
         entities, relations, passages = self._seed_local(question)
@@ -257,9 +263,15 @@ class Methods:
         global_passages = [t for p in pairs if p in found for c in found[p].source_ids if (t := self._text(c))]
         merged_relations = list(dict.fromkeys(r for pair in zip(relations, global_relations) for r in pair))
         merged_passages = list(dict.fromkeys(p for pair in zip(passages, global_passages) for p in pair))
-        return lambda budget: _sections(question, [("Entities", entities, budget // 6),
-                                                   ("Relations", merged_relations, budget // 3),
-                                                   ("Passages", merged_passages, budget)], budget)
+        return lambda budget: _sections(
+            question,
+            [
+                ("Entities", entities, budget // 6),
+                ("Relations", merged_relations, budget // 3),
+                ("Passages", merged_passages, budget),
+            ],
+            budget,
+        )
 
     def paths(self, question: str) -> Context:
         result = self.index.retrieve(question, keyword_llm=False, context="paths")
@@ -298,19 +310,34 @@ def build_index(data: Path, embedder: Any, extract_llm: Any = None) -> PathRAGIn
     if extract_llm is not None:
         index = PathRAGIndex(llm=extract_llm, embedder=embedder)  # a document's text is one chunk
         summary = index.insert([Document(id=f"passage-{i}", text=text) for i, text in enumerate(corpus_passages(data))])
-        print(f"extracted {summary.entities} entities, {summary.relations} relations from {summary.chunks} passages "
-              f"with {summary.llm_calls} LLM calls in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+        print(
+            f"extracted {summary.entities} entities, {summary.relations} relations from {summary.chunks} passages "
+            f"with {summary.llm_calls} LLM calls in {time.perf_counter() - started:.1f} s",
+            file=sys.stderr,
+        )
         return index
     index = PathRAGIndex(embedder=embedder)
     imported = import_openie(openie_file(data), index)
-    print(f"imported {imported.entities} entities, {imported.relations} relations, {imported.chunks} passages "
-          f"({imported.skipped} malformed rows skipped) in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    print(
+        f"imported {imported.entities} entities, {imported.relations} relations, {imported.chunks} passages "
+        f"({imported.skipped} malformed rows skipped) in {time.perf_counter() - started:.1f} s",
+        file=sys.stderr,
+    )
     return index
 
 
-def run(data: Path, *, embedder: str = "hashing", budgets: Sequence[int] = BUDGETS,
-        methods: Sequence[str] = METHODS, limit: int | None = None, cache_dir: Path | None = None,
-        model: str | None = None, extract_with: str | Any = None, progress: bool = True) -> dict[str, Any]:
+def run(
+    data: Path,
+    *,
+    embedder: str = "hashing",
+    budgets: Sequence[int] = BUDGETS,
+    methods: Sequence[str] = METHODS,
+    limit: int | None = None,
+    cache_dir: Path | None = None,
+    model: str | None = None,
+    extract_with: str | Any = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Run the benchmark; returns ``{"embedder", "questions", "rows": [...]}`` (one row per method and budget).
 
     ``extract_with``: a LangChain ``provider:name`` or a :class:`pathrag.LanguageModel` that builds the
@@ -347,9 +374,15 @@ def run(data: Path, *, embedder: str = "hashing", budgets: Sequence[int] = BUDGE
     rows = []
     for (method, budget), s in scores.items():
         lat = sorted(s.latencies) or [0.0]
-        row = {"method": method, "budget": budget, "answer_in_context": s.hits / n, "gold_recall": s.gold / n,
-               "tokens": s.tokens / n, "p50_ms": 1000 * statistics.median(lat),
-               "p95_ms": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))]}
+        row = {
+            "method": method,
+            "budget": budget,
+            "answer_in_context": s.hits / n,
+            "gold_recall": s.gold / n,
+            "tokens": s.tokens / n,
+            "p50_ms": 1000 * statistics.median(lat),
+            "p95_ms": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))],
+        }
         if llm is not None:
             row.update(em=s.em / n, f1=s.f1 / n)
         rows.append(row)
@@ -374,12 +407,20 @@ def _chat_model(spec: str) -> Callable[[str], str]:
 def format_table(report: dict[str, Any]) -> str:
     rows = report["rows"]
     extra = "em" in rows[0] if rows else False
-    head = "| method | budget | answer in context | gold recall | tokens | p50 ms | p95 ms |" + (" EM | F1 |" if extra else "")
-    lines = [f"{report['questions']} questions, embedder {report['embedder']}", "", head,
-             "|" + "---|" * (head.count("|") - 1)]
+    head = "| method | budget | answer in context | gold recall | tokens | p50 ms | p95 ms |" + (
+        " EM | F1 |" if extra else ""
+    )
+    lines = [
+        f"{report['questions']} questions, embedder {report['embedder']}",
+        "",
+        head,
+        "|" + "---|" * (head.count("|") - 1),
+    ]
     for r in rows:
-        line = (f"| {r['method']} | {r['budget']} | {100 * r['answer_in_context']:.1f} % | {100 * r['gold_recall']:.1f} % "
-                f"| {r['tokens']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} |")
+        line = (
+            f"| {r['method']} | {r['budget']} | {100 * r['answer_in_context']:.1f} % | {100 * r['gold_recall']:.1f} % "
+            f"| {r['tokens']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} |"
+        )
         if extra:
             line += f" {100 * r['em']:.1f} | {100 * r['f1']:.1f} |"
         lines.append(line)
@@ -395,17 +436,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "pathrag-bench")
     parser.add_argument("--model", default=None, help="answer with this LangChain chat model (provider:name)")
-    parser.add_argument("--extract-with", default=None,
-                        help="build the graph by extraction with this LangChain chat model instead of the OpenIE file")
+    parser.add_argument(
+        "--extract-with",
+        default=None,
+        help="build the graph by extraction with this LangChain chat model instead of the OpenIE file",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
     args = parser.parse_args(argv)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = set(methods) - set(METHODS)
     if unknown:
         parser.error(f"unknown method(s): {', '.join(sorted(unknown))}")
-    report = run(args.data, embedder=args.embedder, budgets=[int(b) for b in args.budgets.split(",")],
-                 methods=methods, limit=args.limit, cache_dir=args.cache_dir, model=args.model,
-                 extract_with=args.extract_with)
+    report = run(
+        args.data,
+        embedder=args.embedder,
+        budgets=[int(b) for b in args.budgets.split(",")],
+        methods=methods,
+        limit=args.limit,
+        cache_dir=args.cache_dir,
+        model=args.model,
+        extract_with=args.extract_with,
+    )
     print(format_table(report))
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2), encoding="utf-8")

@@ -247,9 +247,18 @@ def measure(graph: nx.Graph, family: str, mode: str, sampler: SeedSampler, args:
         print(f"    baseline runs (s): {[round(r, 2) for r in runs] or 'timed out'}", file=sys.stderr)
 
     return Row(
-        family, graph.number_of_nodes(), graph.number_of_edges(), max(d for _, d in graph.degree()),
-        mode, p50, percentile(latencies, 95), statistics.mean(counts),
-        statistics.mean(hops) if hops else None, peak / 1024, baseline_s, speedup,
+        family,
+        graph.number_of_nodes(),
+        graph.number_of_edges(),
+        max(d for _, d in graph.degree()),
+        mode,
+        p50,
+        percentile(latencies, 95),
+        statistics.mean(counts),
+        statistics.mean(hops) if hops else None,
+        peak / 1024,
+        baseline_s,
+        speedup,
     )
 
 
@@ -308,8 +317,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sizes", default="10000,100000", help="comma-separated node counts")
     parser.add_argument("--million", action="store_true", help="also run at 1,000,000 nodes")
     parser.add_argument("--repeats", type=int, default=20, help="timed queries per configuration")
-    parser.add_argument("--baseline-timeout", type=float, default=60.0,
-                        help="per-query limit for the reference baseline, seconds (0 disables it)")
+    parser.add_argument(
+        "--baseline-timeout",
+        type=float,
+        default=60.0,
+        help="per-query limit for the reference baseline, seconds (0 disables it)",
+    )
     parser.add_argument("--seed", type=int, default=2024, help="RNG seed")
     parser.add_argument("--theta", type=float, default=0.05, help="find_key_paths pruning threshold")
     args = parser.parse_args(argv)
@@ -333,23 +346,31 @@ def main(argv: Sequence[str] | None = None) -> None:
             gc.collect()
             gc.freeze()
             rss, peak_rss = rss_mib()
-            builds.append(f"| {family} | {n:,} | {graph.number_of_edges():,} | {build_s:.1f} | {rss:,.0f} | {peak_rss:,.0f} |")
-            print(f"built {family} n={n:,} m={graph.number_of_edges():,} in {build_s:.1f}s, RSS {rss:,.0f} MiB",
-                  file=sys.stderr)
+            builds.append(
+                f"| {family} | {n:,} | {graph.number_of_edges():,} | {build_s:.1f} | {rss:,.0f} | {peak_rss:,.0f} |"
+            )
+            print(
+                f"built {family} n={n:,} m={graph.number_of_edges():,} in {build_s:.1f}s, RSS {rss:,.0f} MiB",
+                file=sys.stderr,
+            )
             sampler = SeedSampler(graph, rng)
             for mode in ("uniform", "degree"):
                 row = measure(graph, family, mode, sampler, args)
                 rows.append(row)
-                print(f"  {mode}: p50 {row.p50_ms:.1f} ms, p95 {row.p95_ms:.1f} ms, speed-up {row.speedup}",
-                      file=sys.stderr)
+                print(
+                    f"  {mode}: p50 {row.p50_ms:.1f} ms, p95 {row.p95_ms:.1f} ms, speed-up {row.speedup}",
+                    file=sys.stderr,
+                )
             del graph, sampler
             gc.unfreeze()
             gc.collect()
 
     print("## Machine\n")
     print(machine_info())
-    print(f"\n## Key-path retrieval ({N_SEEDS} seeds, {args.repeats} queries per row, seed {args.seed}, "
-          f"find_key_paths defaults, theta={args.theta:g})\n")
+    print(
+        f"\n## Key-path retrieval ({N_SEEDS} seeds, {args.repeats} queries per row, seed {args.seed}, "
+        f"find_key_paths defaults, theta={args.theta:g})\n"
+    )
     print(markdown_table(rows, args.baseline_timeout))
     print("\n## Graph generation (RSS: whole process, after the build)\n")
     print("| graph | nodes | edges | build s | RSS MiB | peak RSS MiB |\n|---|---:|---:|---:|---:|---:|")

@@ -29,16 +29,21 @@ COLUMNS = ("check", "queries", "writes", "errors", "trials", "losses")
 def _table(rows: list[dict[str, Any]]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in rows:
-        lines.append("| " + " | ".join(f"{row[c]:,}" if isinstance(row[c], int) else str(row[c])
-                                       for c in COLUMNS) + " |")
+        lines.append(
+            "| " + " | ".join(f"{row[c]:,}" if isinstance(row[c], int) else str(row[c]) for c in COLUMNS) + " |"
+        )
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="duration of the load test (default 60)")
-    parser.add_argument("--memory-seconds", type=float, default=10.0,
-                        help="duration of the load test on an index without a directory (default 10)")
+    parser.add_argument(
+        "--memory-seconds",
+        type=float,
+        default=10.0,
+        help="duration of the load test on an index without a directory (default 10)",
+    )
     parser.add_argument("--readers", type=int, default=4, help="reader threads (default 4)")
     parser.add_argument("--tasks", type=int, default=4, help="asyncio reader tasks (default 4)")
     parser.add_argument("--trials", type=int, default=100, help="kill -9 trials (default 100)")
@@ -64,12 +69,18 @@ def main() -> None:
         damaged = kit.run_corruption(work / "damage", ROOT / "tests" / "fixtures" / "legacy_json_store")
         outcomes = {o: sum(d.outcome == o for d in damaged) for o in ("error", "recovered", "rolled back")}
         kinds = len({d.file.split(" ")[0] for d in damaged})
-        rows.append({"check": f"damaged files ({kinds} kinds of file, each truncated and garbled): "
-                              f"{outcomes['error']} one-line errors, {outcomes['recovered']} recovered, "
-                              f"{outcomes['rolled back']} rolled back to the last whole commit",
-                     "queries": "-", "writes": "-",
-                     "errors": sum(d.outcome in ("unclear error", "traceback") for d in damaged),
-                     "trials": len(damaged), "losses": sum(d.outcome == "silent loss" for d in damaged)})
+        rows.append(
+            {
+                "check": f"damaged files ({kinds} kinds of file, each truncated and garbled): "
+                f"{outcomes['error']} one-line errors, {outcomes['recovered']} recovered, "
+                f"{outcomes['rolled back']} rolled back to the last whole commit",
+                "queries": "-",
+                "writes": "-",
+                "errors": sum(d.outcome in ("unclear error", "traceback") for d in damaged),
+                "trials": len(damaged),
+                "losses": sum(d.outcome == "silent loss" for d in damaged),
+            }
+        )
         for d in damaged:
             print(f"  {d.file:45} {d.damage:9} {d.outcome:11} {d.message[:110]}")
         two = kit.run_two_writers(work / "two", args.documents)
@@ -77,8 +88,10 @@ def main() -> None:
         print(f"two writers: {two}", flush=True)
     print()
     print(_table(rows))
-    print(f"\n{platform.machine()}, {platform.system()}, Python {platform.python_version()}, "
-          f"total {time.monotonic() - started:.0f} s")
+    print(
+        f"\n{platform.machine()}, {platform.system()}, Python {platform.python_version()}, "
+        f"total {time.monotonic() - started:.0f} s"
+    )
 
 
 if __name__ == "__main__":  # the kill trials' fork server imports this module again: keep the guard

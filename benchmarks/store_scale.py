@@ -88,7 +88,7 @@ def build(directory: Path, size: int, seed: int) -> tuple[float, list[Document]]
     started = time.perf_counter()
     index = open_index(directory)
     for start in range(0, size, 1000):
-        index.insert(docs[start:start + 1000])
+        index.insert(docs[start : start + 1000])
     index.close()
     return time.perf_counter() - started, docs
 
@@ -109,8 +109,13 @@ print(done - started, peak_kb(), rss_imported, len(result.paths))
 
 def probe(directory: Path) -> tuple[float, float, float, int]:
     """Open + first retrieval in a fresh interpreter: seconds, peak RSS MB, RSS MB after imports, paths."""
-    out = subprocess.run([sys.executable, "-c", PROBE, str(directory), str(DIMENSIONS)], capture_output=True, text=True,
-                         env={**os.environ, "PATHRAG_TOKENIZER": "approximate"}, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(directory), str(DIMENSIONS)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATHRAG_TOKENIZER": "approximate"},
+        check=True,
+    ).stdout.split()
     return float(out[0]), int(out[1]) / 1024, int(out[2]) / 1024, int(out[3])
 
 
@@ -140,8 +145,7 @@ def writes(directory: Path, size: int, seed: int) -> dict[str, float]:
         index.delete([doc.id])
         deletes.append(time.perf_counter() - started)
     index.close()
-    return {"cold": cold, "insert": statistics.median(inserts), "delete": statistics.median(deletes),
-            "peak": peak_mb()}
+    return {"cold": cold, "insert": statistics.median(inserts), "delete": statistics.median(deletes), "peak": peak_mb()}
 
 
 def measure(size: int, root: Path, seed: int) -> dict[str, float]:
@@ -155,16 +159,40 @@ def measure(size: int, root: Path, seed: int) -> dict[str, float]:
     index.close()
     texts = sum(len(d.text.encode()) for d in docs)
     vectors = (stats.get("entities", 0) + stats.get("relations", 0) + stats["chunks"]) * DIMENSIONS * 4
-    out = subprocess.run([sys.executable, __file__, "--writes", str(directory), "--sizes", str(size), "--seed",
-                          str(seed), "--dimensions", str(DIMENSIONS)], capture_output=True, text=True,
-                         check=True).stdout.split()
+    out = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--writes",
+            str(directory),
+            "--sizes",
+            str(size),
+            "--seed",
+            str(seed),
+            "--dimensions",
+            str(DIMENSIONS),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     written = dict(zip(("cold", "insert", "delete", "peak"), map(float, out)))
-    return {"size": size, "entities": stats.get("entities", 0), "relations": stats.get("relations", 0),
-            "build s": built, "insert ms": written["insert"] * 1000, "delete ms": written["delete"] * 1000,
-            "first write s": written["cold"], "writer MB": written["peak"],
-            "open+retrieve s": cold, "peak MB": peak,
-            "imports MB": imported, "paths": paths, "disk MB": size_on_disk / 1e6,
-            "texts+vectors MB": (texts + vectors) / 1e6}
+    return {
+        "size": size,
+        "entities": stats.get("entities", 0),
+        "relations": stats.get("relations", 0),
+        "build s": built,
+        "insert ms": written["insert"] * 1000,
+        "delete ms": written["delete"] * 1000,
+        "first write s": written["cold"],
+        "writer MB": written["peak"],
+        "open+retrieve s": cold,
+        "peak MB": peak,
+        "imports MB": imported,
+        "paths": paths,
+        "disk MB": size_on_disk / 1e6,
+        "texts+vectors MB": (texts + vectors) / 1e6,
+    }
 
 
 def main() -> None:
@@ -183,21 +211,38 @@ def main() -> None:
         print(r["cold"], r["insert"], r["delete"], r["peak"])
         return
     root = args.keep or Path(tempfile.mkdtemp(prefix="pathrag-scale-"))
-    print(f"pathrag from {Path(pathrag.__file__).parent}; Python {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs, {platform.machine()}; {DIMENSIONS}-dimensional vectors")
-    header = ("documents", "entities", "relations", "build", "1-doc insert", "1-doc delete", "writer: first write",
-              "writer peak RSS", "open + 1 retrieval", "reader peak RSS (after imports)", "on disk",
-              "texts + f32 vectors", "ratio")
+    print(
+        f"pathrag from {Path(pathrag.__file__).parent}; Python {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs, {platform.machine()}; {DIMENSIONS}-dimensional vectors"
+    )
+    header = (
+        "documents",
+        "entities",
+        "relations",
+        "build",
+        "1-doc insert",
+        "1-doc delete",
+        "writer: first write",
+        "writer peak RSS",
+        "open + 1 retrieval",
+        "reader peak RSS (after imports)",
+        "on disk",
+        "texts + f32 vectors",
+        "ratio",
+    )
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     try:
         for size in (int(s) for s in args.sizes.split(",")):
             r = measure(size, root, args.seed)
-            print(f"| {r['size']:,} | {r['entities']:,} | {r['relations']:,} | {r['build s']:.0f} s | "
-                  f"{r['insert ms']:.0f} ms | {r['delete ms']:.0f} ms | {r['first write s']:.2f} s | "
-                  f"{r['writer MB']:.0f} MB | {r['open+retrieve s']:.2f} s | "
-                  f"{r['peak MB']:.0f} MB ({r['imports MB']:.0f} MB) | {r['disk MB']:.1f} MB | "
-                  f"{r['texts+vectors MB']:.1f} MB | {r['disk MB'] / r['texts+vectors MB']:.2f}× |", flush=True)
+            print(
+                f"| {r['size']:,} | {r['entities']:,} | {r['relations']:,} | {r['build s']:.0f} s | "
+                f"{r['insert ms']:.0f} ms | {r['delete ms']:.0f} ms | {r['first write s']:.2f} s | "
+                f"{r['writer MB']:.0f} MB | {r['open+retrieve s']:.2f} s | "
+                f"{r['peak MB']:.0f} MB ({r['imports MB']:.0f} MB) | {r['disk MB']:.1f} MB | "
+                f"{r['texts+vectors MB']:.1f} MB | {r['disk MB'] / r['texts+vectors MB']:.2f}× |",
+                flush=True,
+            )
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

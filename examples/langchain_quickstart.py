@@ -46,8 +46,13 @@ class OfflineChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "offline-demo"
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         prompt = "\n".join(str(m.text) for m in messages)
         try:
             reply = self.replay.complete(prompt)
@@ -61,8 +66,10 @@ def models() -> tuple[BaseChatModel, Embeddings]:
     if os.environ.get("OPENAI_API_KEY"):
         from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
-        return (ChatOpenAI(model=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"), temperature=0),
-                OpenAIEmbeddings(model="text-embedding-3-small"))
+        return (
+            ChatOpenAI(model=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"), temperature=0),
+            OpenAIEmbeddings(model="text-embedding-3-small"),
+        )
     return OfflineChatModel(replay=ReplayLLM.from_directory()), PathRAGEmbeddings(HashingEmbedder())
 
 
@@ -74,8 +81,10 @@ def main(question: str | None = None) -> str:
     # 1. Index: split, extract entities and relations, merge them into a graph, embed.
     indexer = PathRAGIndexer(llm, embeddings)
     summary = indexer.add_documents(load_documents())
-    print(f"indexed {summary.documents} documents: {summary.entities} entities, {summary.relations} relations, "
-          f"{summary.llm_calls} LLM calls")
+    print(
+        f"indexed {summary.documents} documents: {summary.entities} entities, {summary.relations} relations, "
+        f"{summary.llm_calls} LLM calls"
+    )
 
     # 2. Retrieve the key relational paths, best first. The demo graph is tiny (37 entities), so it
     #    uses few seeds and a low pruning threshold (see pathrag.demo.DEMO_PARAMS), not the paper's defaults.

@@ -32,8 +32,10 @@ from pathrag.demo import DEMO_PARAMS, ReplayLLM, ReplayMiss, load_corpus, load_q
 
 def load_documents() -> list[Document]:
     """The demo corpus: six short texts about a harbour town, its flood and the inquiry after it."""
-    return [Document(text=d.text, doc_id=d.id, metadata={"source": f"{d.id}.md"},
-                     excluded_llm_metadata_keys=["source"]) for d in load_corpus()]
+    return [
+        Document(text=d.text, doc_id=d.id, metadata={"source": f"{d.id}.md"}, excluded_llm_metadata_keys=["source"])
+        for d in load_corpus()
+    ]
 
 
 class OfflineLLM(CustomLLM):
@@ -78,12 +80,16 @@ def models() -> tuple[LLM, BaseEmbedding]:
             from llama_index.embeddings.openai import OpenAIEmbedding
             from llama_index.llms.openai import OpenAI
         except ImportError as exc:
-            raise SystemExit("OPENAI_API_KEY is set but the OpenAI integrations are missing: "
-                             "pip install llama-index-llms-openai llama-index-embeddings-openai "
-                             "(or unset the key to run offline)") from exc
+            raise SystemExit(
+                "OPENAI_API_KEY is set but the OpenAI integrations are missing: "
+                "pip install llama-index-llms-openai llama-index-embeddings-openai "
+                "(or unset the key to run offline)"
+            ) from exc
 
-        return (OpenAI(model=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"), temperature=0),
-                OpenAIEmbedding(model="text-embedding-3-small"))
+        return (
+            OpenAI(model=os.environ.get("OPENAI_MODEL", "gpt-4o-mini"), temperature=0),
+            OpenAIEmbedding(model="text-embedding-3-small"),
+        )
     return OfflineLLM(replay=ReplayLLM.from_directory()), HashingEmbedding()
 
 
@@ -94,10 +100,14 @@ def build_index(llm: LLM, embed_model: BaseEmbedding) -> PropertyGraphIndex:
     """
     store = SimplePropertyGraphStore()
     return PropertyGraphIndex.from_documents(
-        load_documents(), property_graph_store=store, llm=llm, embed_model=embed_model,
+        load_documents(),
+        property_graph_store=store,
+        llm=llm,
+        embed_model=embed_model,
         kg_extractors=[PathRAGExtractor(llm=llm, graph_store=store)],
         transformations=[SentenceSplitter(chunk_size=2048)],  # the demo texts were recorded one chunk each
-        use_async=False)  # LlamaIndex's async insert cannot run inside an event loop (Jupyter)
+        use_async=False,
+    )  # LlamaIndex's async insert cannot run inside an event loop (Jupyter)
 
 
 def main(question: str | None = None) -> str:
@@ -127,8 +137,9 @@ def main(question: str | None = None) -> str:
     print()
 
     # 4. For agents: the engine as a tool (an agent's LLM calls it with a question).
-    tool = QueryEngineTool.from_defaults(engine, name="lowmarrow_graph",
-                                         description="Answers questions about Lowmarrow, its flood and the inquiry.")
+    tool = QueryEngineTool.from_defaults(
+        engine, name="lowmarrow_graph", description="Answers questions about Lowmarrow, its flood and the inquiry."
+    )
     print(f"\ntool {tool.metadata.name!r} is ready for FunctionAgent / ReActAgent(tools=[tool], llm=...)")
     return answer
 

@@ -14,20 +14,28 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS = {
-    "PATHRAG_PROMPT": "chains", "create_pathrag_chain": "chains", "format_context": "chains",
+    "PATHRAG_PROMPT": "chains",
+    "create_pathrag_chain": "chains",
+    "format_context": "chains",
     "format_paths": "chains",
-    "EXTRACTION_TAG": "indexer", "PathRAGDocumentIndex": "indexer", "PathRAGIndexer": "indexer",
+    "EXTRACTION_TAG": "indexer",
+    "PathRAGDocumentIndex": "indexer",
+    "PathRAGIndexer": "indexer",
     "document_id": "indexer",
-    "LangChainEmbedder": "adapters", "LangChainLanguageModel": "adapters", "LangChainVectorIndex": "adapters",
+    "LangChainEmbedder": "adapters",
+    "LangChainLanguageModel": "adapters",
+    "LangChainVectorIndex": "adapters",
     "PathRAGEmbeddings": "adapters",
-    "ENTITY_SEARCH_TAG": "retrievers", "KEYWORDS_TAG": "retrievers", "PathRAGRetriever": "retrievers",
+    "ENTITY_SEARCH_TAG": "retrievers",
+    "KEYWORDS_TAG": "retrievers",
+    "PathRAGRetriever": "retrievers",
 }
 
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .chains import PATHRAG_PROMPT, create_pathrag_chain, format_context, format_paths
     from .adapters import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings
+    from .chains import PATHRAG_PROMPT, create_pathrag_chain, format_context, format_paths
     from .indexer import EXTRACTION_TAG, PathRAGDocumentIndex, PathRAGIndexer, document_id
     from .retrievers import ENTITY_SEARCH_TAG, KEYWORDS_TAG, PathRAGRetriever
 

@@ -61,8 +61,9 @@ class LangChainLanguageModel:
     ``astream_events``.
     """
 
-    def __init__(self, llm: BaseLanguageModel, *, config: RunnableConfig | None = None,
-                 name: str | None = None) -> None:
+    def __init__(
+        self, llm: BaseLanguageModel, *, config: RunnableConfig | None = None, name: str | None = None
+    ) -> None:
         if not isinstance(llm, BaseLanguageModel):
             raise TypeError(f"expected a LangChain chat model or LLM, got {type(llm).__name__}")
         self.llm = llm
@@ -200,8 +201,9 @@ class LangChainVectorIndex:
             found = self.store.get_by_ids([item_id])
         except NotImplementedError:
             return None
-        return next((VectorItem(item_id, doc.page_content, dict(doc.metadata)) for doc in found if doc.id == item_id),
-                    None)
+        return next(
+            (VectorItem(item_id, doc.page_content, dict(doc.metadata)) for doc in found if doc.id == item_id), None
+        )
 
     def delete(self, ids: Iterable[str]) -> None:
         ids = list(ids)
@@ -227,9 +229,12 @@ def _changes(docs: dict[str, Document], stored: list[Document] | None) -> tuple[
     if stored is None:
         return list(docs.values()), list(docs)
     known = {doc.id: doc for doc in stored}
-    todo = [doc for doc_id, doc in docs.items()
-            if doc_id not in known or (known[doc_id].page_content, known[doc_id].metadata)
-            != (doc.page_content, doc.metadata)]
+    todo = [
+        doc
+        for doc_id, doc in docs.items()
+        if doc_id not in known
+        or (known[doc_id].page_content, known[doc_id].metadata) != (doc.page_content, doc.metadata)
+    ]
     return todo, [doc.id for doc in todo if doc.id in known]  # type: ignore[misc]
 
 

@@ -58,11 +58,17 @@ def format_paths(docs: Sequence[Document]) -> str:
     """
     ranked = sorted(reversed(list(docs)), key=lambda d: (_is_path(d), _score(d)))
     paths = [d for d in ranked if _is_path(d)]
-    blocks = [f"Entity {i} (on no path):\n{d.page_content}"
-              for i, d in enumerate((d for d in ranked if not _is_path(d)), start=1)]
+    blocks = [
+        f"Entity {i} (on no path):\n{d.page_content}"
+        for i, d in enumerate((d for d in ranked if not _is_path(d)), start=1)
+    ]
     if paths or not blocks:
-        blocks.append(format_path_blocks([ScoredPath(nodes=tuple(d.metadata["nodes"]), score=_score(d)) for d in paths],
-                                         [d.page_content for d in paths]))
+        blocks.append(
+            format_path_blocks(
+                [ScoredPath(nodes=tuple(d.metadata["nodes"]), score=_score(d)) for d in paths],
+                [d.page_content for d in paths],
+            )
+        )
     return "\n\n".join(blocks)
 
 
@@ -72,12 +78,20 @@ def _item(doc: Document) -> RetrievedItem:
     nodes = tuple(str(n) for n in meta.get("nodes") or ())
     kind = meta.get("kind") if meta.get("kind") in ("path", "passage", "entity") else "entity"
     path = ScoredPath(nodes=nodes, score=_score(doc)) if kind == "path" and len(nodes) >= 2 else None
-    return RetrievedItem("path" if path else kind, str(meta.get("id") or doc.id or ""), doc.page_content, _score(doc),
-                         nodes, tuple(str(s) for s in meta.get("source_ids") or ()), path)
+    return RetrievedItem(
+        "path" if path else kind,
+        str(meta.get("id") or doc.id or ""),
+        doc.page_content,
+        _score(doc),
+        nodes,
+        tuple(str(s) for s in meta.get("source_ids") or ()),
+        path,
+    )
 
 
-def format_context(question: str, docs: Sequence[Document], *,
-                   max_tokens: int | None = DEFAULT_CONTEXT_TOKENS) -> PathContext:
+def format_context(
+    question: str, docs: Sequence[Document], *, max_tokens: int | None = DEFAULT_CONTEXT_TOKENS
+) -> PathContext:
     """The context the core lays out for these documents (its ``text`` and answer ``instructions``).
 
     >>> from langchain_core.documents import Document

@@ -51,8 +51,15 @@ from pathrag.tokens import count_tokens
 from .adapters import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings
 from .retrievers import PathRAGRetriever
 
-__all__ = ["DEFAULT_CHUNK_OVERLAP", "DEFAULT_CHUNK_SIZE", "EXTRACTION_TAG", "PathRAGDocumentIndex", "PathRAGIndexer",
-           "document_id", "embeddings_name"]
+__all__ = [
+    "DEFAULT_CHUNK_OVERLAP",
+    "DEFAULT_CHUNK_SIZE",
+    "EXTRACTION_TAG",
+    "PathRAGDocumentIndex",
+    "PathRAGIndexer",
+    "document_id",
+    "embeddings_name",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +69,11 @@ DEFAULT_CHUNK_OVERLAP = 100
 EXTRACTION_TAG = "pathrag:extraction"
 #: Files in which earlier versions kept the default vector stores under the index directory (moved into
 #: ``pathrag.sqlite`` when such a directory is opened; the files go to :data:`LEGACY_BACKUP`).
-STORE_FILES = {"entities": "entities.vectorstore.json", "relations": "relations.vectorstore.json",
-               "chunks": "chunks.vectorstore.json"}
+STORE_FILES = {
+    "entities": "entities.vectorstore.json",
+    "relations": "relations.vectorstore.json",
+    "chunks": "chunks.vectorstore.json",
+}
 LEGACY_BACKUP = "vectorstore-backup"
 
 
@@ -154,18 +164,28 @@ class PathRAGIndexer:
         self.embeddings = embeddings
         self.path = Path(path) if path is not None else None
         self.text_splitter = text_splitter or RecursiveCharacterTextSplitter(
-            chunk_size=DEFAULT_CHUNK_SIZE, chunk_overlap=DEFAULT_CHUNK_OVERLAP,
-            length_function=functools.partial(count_tokens, token_counter=config.token_counter))
+            chunk_size=DEFAULT_CHUNK_SIZE,
+            chunk_overlap=DEFAULT_CHUNK_OVERLAP,
+            length_function=functools.partial(count_tokens, token_counter=config.token_counter),
+        )
         # with a path, the store's own vector indexes (None here); without, InMemoryVectorStores
-        indexes = {name: LangChainVectorIndex(store) if store is not None else self._default_index()
-                   for name, store in given.items()}
+        indexes = {
+            name: LangChainVectorIndex(store) if store is not None else self._default_index()
+            for name, store in given.items()
+        }
         self.index = PathRAGIndex(
-            self.path, graph=graph_store, config=config,
+            self.path,
+            graph=graph_store,
+            config=config,
             llm=LangChainLanguageModel(llm, config={"tags": [EXTRACTION_TAG], "run_name": "pathrag_extraction"})
-            if llm is not None else None,
+            if llm is not None
+            else None,
             embedder=_core_embedder(embeddings) if embeddings is not None else None,
             embedder_name=embeddings_name(embeddings) if embeddings is not None else None,
-            entity_index=indexes["entities"], relation_index=indexes["relations"], chunk_index=indexes["chunks"])
+            entity_index=indexes["entities"],
+            relation_index=indexes["relations"],
+            chunk_index=indexes["chunks"],
+        )
         if self.path is not None:
             try:
                 self._migrate_vector_files(self.path)
@@ -181,8 +201,11 @@ class PathRAGIndexer:
 
     def _migrate_vector_files(self, directory: Path) -> None:
         """Move the vectors of an earlier version's ``*.vectorstore.json`` files into the store, unchanged."""
-        found = {name: directory / file for name, file in STORE_FILES.items() if (directory / file).exists()
-                 and isinstance(self.index.vector_indexes[name], SQLiteVectorIndex)}
+        found = {
+            name: directory / file
+            for name, file in STORE_FILES.items()
+            if (directory / file).exists() and isinstance(self.index.vector_indexes[name], SQLiteVectorIndex)
+        }
         if not found:
             return
         entries = {}
@@ -196,12 +219,21 @@ class PathRAGIndexer:
         backup.mkdir(exist_ok=True)
         for file in found.values():
             shutil.move(str(file), backup / file.name)
-        logger.warning("pathrag: moved the vectors of %s into %s; the old files are kept in %s",
-                       ", ".join(f.name for f in found.values()), STATE_FILE, backup)
+        logger.warning(
+            "pathrag: moved the vectors of %s into %s; the old files are kept in %s",
+            ", ".join(f.name for f in found.values()),
+            STATE_FILE,
+            backup,
+        )
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], llm: BaseLanguageModel | None = None,
-             embeddings: Embeddings | None = None, **kwargs: Any) -> PathRAGIndexer:
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        llm: BaseLanguageModel | None = None,
+        embeddings: Embeddings | None = None,
+        **kwargs: Any,
+    ) -> PathRAGIndexer:
         """Reopen an index saved at ``path`` (``kwargs`` as for the constructor, e.g. the stores it used)."""
         if not (Path(path) / STATE_FILE).exists():
             raise FileNotFoundError(f"no PathRAG index at {path}")
@@ -216,8 +248,10 @@ class PathRAGIndexer:
     def _vector_store(self, name: str) -> VectorStore:
         index = self.index.vector_indexes[name]
         if not isinstance(index, LangChainVectorIndex):
-            raise AttributeError(f"the {name} vectors of an indexer with a path live in its store ({STATE_FILE}), "
-                                 f"not in a LangChain VectorStore: use indexer.index.vector_indexes[{name!r}]")
+            raise AttributeError(
+                f"the {name} vectors of an indexer with a path live in its store ({STATE_FILE}), "
+                f"not in a LangChain VectorStore: use indexer.index.vector_indexes[{name!r}]"
+            )
         return index.store
 
     @property
@@ -237,9 +271,15 @@ class PathRAGIndexer:
     # -- documents -----------------------------------------------------------------------------------
 
     @classmethod
-    def from_documents(cls, documents: Sequence[Document], llm: BaseLanguageModel | None = None,
-                       embeddings: Embeddings | None = None, *, ids: Sequence[str] | None = None,
-                       **kwargs: Any) -> PathRAGIndexer:
+    def from_documents(
+        cls,
+        documents: Sequence[Document],
+        llm: BaseLanguageModel | None = None,
+        embeddings: Embeddings | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> PathRAGIndexer:
         """A new indexer (``kwargs`` as for the constructor) holding ``documents``, as ``VectorStore.from_documents``.
 
         ``ids`` override the documents' ids (see :func:`document_id`).
@@ -249,25 +289,45 @@ class PathRAGIndexer:
         return indexer
 
     @classmethod
-    async def afrom_documents(cls, documents: Sequence[Document], llm: BaseLanguageModel | None = None,
-                              embeddings: Embeddings | None = None, *, ids: Sequence[str] | None = None,
-                              **kwargs: Any) -> PathRAGIndexer:
+    async def afrom_documents(
+        cls,
+        documents: Sequence[Document],
+        llm: BaseLanguageModel | None = None,
+        embeddings: Embeddings | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> PathRAGIndexer:
         """Async twin of :meth:`from_documents`."""
         indexer = cls(llm, embeddings, **kwargs)
         await indexer.aadd_documents(documents, ids=ids)
         return indexer
 
     @classmethod
-    def from_texts(cls, texts: Iterable[str], llm: BaseLanguageModel | None = None,
-                   embeddings: Embeddings | None = None, metadatas: Sequence[Mapping[str, Any]] | None = None,
-                   *, ids: Sequence[str] | None = None, **kwargs: Any) -> PathRAGIndexer:
+    def from_texts(
+        cls,
+        texts: Iterable[str],
+        llm: BaseLanguageModel | None = None,
+        embeddings: Embeddings | None = None,
+        metadatas: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> PathRAGIndexer:
         """A new indexer holding ``texts`` (see :meth:`add_texts`), as ``VectorStore.from_texts``."""
         return cls.from_documents(_text_documents(texts, metadatas, ids), llm, embeddings, **kwargs)
 
     @classmethod
-    async def afrom_texts(cls, texts: Iterable[str], llm: BaseLanguageModel | None = None,
-                          embeddings: Embeddings | None = None, metadatas: Sequence[Mapping[str, Any]] | None = None,
-                          *, ids: Sequence[str] | None = None, **kwargs: Any) -> PathRAGIndexer:
+    async def afrom_texts(
+        cls,
+        texts: Iterable[str],
+        llm: BaseLanguageModel | None = None,
+        embeddings: Embeddings | None = None,
+        metadatas: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        ids: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> PathRAGIndexer:
         """Async twin of :meth:`from_texts`."""
         return await cls.afrom_documents(_text_documents(texts, metadatas, ids), llm, embeddings, **kwargs)
 
@@ -282,10 +342,14 @@ class PathRAGIndexer:
             documents = [doc.model_copy(update={"id": doc_id}) for doc, doc_id in _with_ids(documents, ids)]
         out = []
         for doc in documents:
-            out.append(pathrag.Document(
-                id=document_id(doc), chunks=tuple(self.text_splitter.split_text(doc.page_content)),
-                # loaders may put dates and the like in metadata: the index keeps it as JSON
-                metadata=json.loads(json.dumps(doc.metadata, default=str))))
+            out.append(
+                pathrag.Document(
+                    id=document_id(doc),
+                    chunks=tuple(self.text_splitter.split_text(doc.page_content)),
+                    # loaders may put dates and the like in metadata: the index keeps it as JSON
+                    metadata=json.loads(json.dumps(doc.metadata, default=str)),
+                )
+            )
         return out
 
     def add_documents(self, documents: Sequence[Document], *, ids: Sequence[str] | None = None) -> InsertSummary:
@@ -295,13 +359,16 @@ class PathRAGIndexer:
         """
         return self.index.insert(self._split(documents, ids))
 
-    async def aadd_documents(self, documents: Sequence[Document], *,
-                             ids: Sequence[str] | None = None) -> InsertSummary:
+    async def aadd_documents(self, documents: Sequence[Document], *, ids: Sequence[str] | None = None) -> InsertSummary:
         """Async twin of :meth:`add_documents`."""
         return await self.index.ainsert(self._split(documents, ids))
 
-    def add_texts(self, texts: Iterable[str], metadatas: Sequence[Mapping[str, Any]] | None = None,
-                  ids: Sequence[str] | None = None) -> list[str]:
+    def add_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: Sequence[Mapping[str, Any]] | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
         """Index texts as documents, as ``VectorStore.add_texts``: return their ids, in order.
 
         Without ``ids`` a text's id is a hash of it, so adding the same text again changes nothing.
@@ -315,8 +382,12 @@ class PathRAGIndexer:
         self.add_documents(docs)
         return [document_id(doc) for doc in docs]
 
-    async def aadd_texts(self, texts: Iterable[str], metadatas: Sequence[Mapping[str, Any]] | None = None,
-                         ids: Sequence[str] | None = None) -> list[str]:
+    async def aadd_texts(
+        self,
+        texts: Iterable[str],
+        metadatas: Sequence[Mapping[str, Any]] | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> list[str]:
         """Async twin of :meth:`add_texts`."""
         docs = _text_documents(texts, metadatas, ids)
         await self.aadd_documents(docs)
@@ -360,8 +431,7 @@ class PathRAGIndexer:
         """
         return PathRAGRetriever(index=self.index, **{"llm": self.llm, **_retriever_params(search_kwargs, params)})
 
-    def as_document_index(self, search_kwargs: Mapping[str, Any] | None = None,
-                          **params: Any) -> PathRAGDocumentIndex:
+    def as_document_index(self, search_kwargs: Mapping[str, Any] | None = None, **params: Any) -> PathRAGDocumentIndex:
         """This index as a LangChain ``DocumentIndex``: the destination for ``langchain_core.indexing.index``.
 
         ``search_kwargs`` and ``params`` configure its retrieval, as for :meth:`as_retriever`.
@@ -386,11 +456,15 @@ class PathRAGIndexer:
         if target is None:
             raise ValueError("this indexer has no path: call save(path)")
         self.index.save(target)
-        saved = {name: list(index.store.store.values()) for name, index in self.index.vector_indexes.items()
-                 if isinstance(index, _SavedStoreIndex)}
+        saved = {
+            name: list(index.store.store.values())
+            for name, index in self.index.vector_indexes.items()
+            if isinstance(index, _SavedStoreIndex)
+        }
         if saved and self.embeddings is not None:  # the default stores' vectors go into the copy's store
-            copy = PathRAGIndex(target, embedder=_core_embedder(self.embeddings),
-                                embedder_name=embeddings_name(self.embeddings))
+            copy = PathRAGIndex(
+                target, embedder=_core_embedder(self.embeddings), embedder_name=embeddings_name(self.embeddings)
+            )
             try:
                 _store_vectors(copy, saved)
             finally:
@@ -427,8 +501,9 @@ def _with_ids(items: Sequence[Any], ids: Sequence[str] | None) -> list[tuple[Any
     return list(zip(items, ids))
 
 
-def _text_documents(texts: Iterable[str], metadatas: Sequence[Mapping[str, Any]] | None,
-                    ids: Sequence[str] | None) -> list[Document]:
+def _text_documents(
+    texts: Iterable[str], metadatas: Sequence[Mapping[str, Any]] | None, ids: Sequence[str] | None
+) -> list[Document]:
     """LangChain ``Document``s for ``add_texts``-style arguments, with clear errors for the usual slips."""
     if isinstance(texts, str):
         raise TypeError("texts must be a list of strings, not one string (wrap it: [text])")
@@ -442,9 +517,10 @@ def _text_documents(texts: Iterable[str], metadatas: Sequence[Mapping[str, Any]]
             raise ValueError(f"got {len(metadatas)} metadatas for {len(texts)} texts: pass one per text")
         if not all(isinstance(m, Mapping) for m in metadatas):
             raise TypeError("metadatas must be dicts, one per text")
-    return [Document(page_content=text, metadata=dict(metadatas[i]) if metadatas is not None else {},
-                     id=doc_id)
-            for i, (text, doc_id) in enumerate(_with_ids(texts, ids))]
+    return [
+        Document(page_content=text, metadata=dict(metadatas[i]) if metadatas is not None else {}, id=doc_id)
+        for i, (text, doc_id) in enumerate(_with_ids(texts, ids))
+    ]
 
 
 # Parameters as_retriever fills in itself: a caller passing them is a mistake, not an override.
@@ -460,11 +536,12 @@ def _retriever_params(search_kwargs: Mapping[str, Any] | None, params: Mapping[s
     for source in (dict(search_kwargs or {}), dict(params)):
         for name, value in source.items():
             if name == "search_type":
-                raise ValueError("PathRAGRetriever has no search_type: it always returns key paths "
-                                 "(tune them with k, num_seeds, alpha, theta, max_hops...)")
+                raise ValueError(
+                    "PathRAGRetriever has no search_type: it always returns key paths "
+                    "(tune them with k, num_seeds, alpha, theta, max_hops...)"
+                )
             if name not in allowed:
-                raise ValueError(f"unknown retriever parameter {name!r}; expected one of "
-                                 f"{', '.join(sorted(allowed))}")
+                raise ValueError(f"unknown retriever parameter {name!r}; expected one of {', '.join(sorted(allowed))}")
             key = "top_k" if name == "k" else name
             if key in merged and merged[key] != value:
                 raise ValueError(f"{name}={value!r} conflicts with {key}={merged[key]!r} given elsewhere")
@@ -506,7 +583,8 @@ class PathRAGDocumentIndex(DocumentIndex):
             first = summary.failures[0]
             raise IndexingException(
                 f"{len(summary.failures)} chunk(s) of documents {', '.join(failed)} failed extraction "
-                f"(first: {first.error}); everything else is saved: run the indexing again to retry them")
+                f"(first: {first.error}); everything else is saved: run the indexing again to retry them"
+            )
         return {"succeeded": list(dict.fromkeys(ids)), "failed": []}
 
     def upsert(self, items: Sequence[Document], /, **kwargs: Any) -> UpsertResponse:
@@ -552,12 +630,16 @@ class PathRAGDocumentIndex(DocumentIndex):
         """Async twin of :meth:`get` (it reads memory only)."""
         return self.get(ids, **kwargs)
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
-                                k: int | None = None, **kwargs: Any) -> list[Document]:
-        return self.retriever.invoke(query, {"callbacks": run_manager.get_child()},
-                                     **({"k": k} if k is not None else {}), **kwargs)
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
+    ) -> list[Document]:
+        return self.retriever.invoke(
+            query, {"callbacks": run_manager.get_child()}, **({"k": k} if k is not None else {}), **kwargs
+        )
 
-    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
-                                       k: int | None = None, **kwargs: Any) -> list[Document]:
-        return await self.retriever.ainvoke(query, {"callbacks": run_manager.get_child()},
-                                            **({"k": k} if k is not None else {}), **kwargs)
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
+    ) -> list[Document]:
+        return await self.retriever.ainvoke(
+            query, {"callbacks": run_manager.get_child()}, **({"k": k} if k is not None else {}), **kwargs
+        )

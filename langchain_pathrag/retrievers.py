@@ -54,8 +54,9 @@ T = TypeVar("T")
 _SETTINGS = frozenset(RetrievalParams.names())
 
 
-def _child_config(run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun,
-                  tag: str) -> RunnableConfig:
+def _child_config(
+    run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun, tag: str
+) -> RunnableConfig:
     # config tags are inherited by every nested run (a get_child(tag=...) tag reaches only the first one)
     return {"callbacks": run_manager.get_child(), "tags": [tag], "run_name": tag.replace(":", "_")}
 
@@ -166,11 +167,15 @@ class PathRAGRetriever(BaseRetriever):
             raise ValueError("pass index=, or graph_store= and entity_index=")
         return self
 
-    def _sources(self, graph: GraphStore, indexes: Mapping[str, VectorIndex]) -> tuple[GraphStore, VectorIndex,
-                                                                                       VectorIndex | None]:
+    def _sources(
+        self, graph: GraphStore, indexes: Mapping[str, VectorIndex]
+    ) -> tuple[GraphStore, VectorIndex, VectorIndex | None]:
         """What one retrieval reads: the index's state, unless a store was passed in its own right."""
-        return (self.graph_store or graph, self.entity_index or indexes["entities"],
-                self.passage_index or indexes.get("chunks"))
+        return (
+            self.graph_store or graph,
+            self.entity_index or indexes["entities"],
+            self.passage_index or indexes.get("chunks"),
+        )
 
     def _read(self, read: Callable[[GraphStore, VectorIndex, VectorIndex | None], T]) -> T:
         if self.index is None:
@@ -186,18 +191,32 @@ class PathRAGRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
         params, llm = self.params.override(**_overrides(k, kwargs)), self._keyword_llm(run_manager)
-        result = self._read(lambda graph, entities, passages: retrieve(
-            query, graph=graph, entity_index=_TracedIndex(entities, _child_config(run_manager, ENTITY_SEARCH_TAG)),  # type: ignore[arg-type]
-            passage_index=passages, llm=llm, params=params))
+        result = self._read(
+            lambda graph, entities, passages: retrieve(
+                query,
+                graph=graph,
+                entity_index=_TracedIndex(entities, _child_config(run_manager, ENTITY_SEARCH_TAG)),  # type: ignore[arg-type]
+                passage_index=passages,
+                llm=llm,
+                params=params,
+            )
+        )
         return _to_documents(result)
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
         params, llm = self.params.override(**_overrides(k, kwargs)), self._keyword_llm(run_manager)
-        result = await self._aread(lambda graph, entities, passages: aretrieve(
-            query, graph=graph, entity_index=_TracedIndex(entities, _child_config(run_manager, ENTITY_SEARCH_TAG)),  # type: ignore[arg-type]
-            passage_index=passages, llm=llm, params=params))
+        result = await self._aread(
+            lambda graph, entities, passages: aretrieve(
+                query,
+                graph=graph,
+                entity_index=_TracedIndex(entities, _child_config(run_manager, ENTITY_SEARCH_TAG)),  # type: ignore[arg-type]
+                passage_index=passages,
+                llm=llm,
+                params=params,
+            )
+        )
         return _to_documents(result)
 
     def _keyword_llm(
@@ -219,5 +238,7 @@ def _overrides(k: int | None, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _to_documents(result: RetrievalResult) -> list[Document]:
-    return [Document(id=item.id, page_content=item.text, metadata={**item.metadata(), "layout": result.context})
-            for item in result.items]
+    return [
+        Document(id=item.id, page_content=item.text, metadata={**item.metadata(), "layout": result.context})
+        for item in result.items
+    ]

@@ -53,10 +53,10 @@ from llama_index.core.graph_stores.types import (
     KG_NODES_KEY,
     KG_RELATIONS_KEY,
     TRIPLET_SOURCE_KEY,
+    VECTOR_SOURCE_KEY,
     ChunkNode,
     EntityNode,
     LabelledNode,
-    VECTOR_SOURCE_KEY,
     PropertyGraphStore,
 )
 from llama_index.core.graph_stores.types import Relation as StoreRelation
@@ -113,8 +113,14 @@ class _Source:
 def _dump(sources: Sequence[_Source], drop: set[str]) -> str:
     rows = []
     for s in sources:
-        rows.append({"chunk": s.chunk, "doc": s.doc, "endpoint": s.endpoint,
-                     "records": [r.model_dump(mode="json", exclude=drop) for r in s.records]})
+        rows.append(
+            {
+                "chunk": s.chunk,
+                "doc": s.doc,
+                "endpoint": s.endpoint,
+                "records": [r.model_dump(mode="json", exclude=drop) for r in s.records],
+            }
+        )
     return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -129,22 +135,33 @@ def _parse(raw: Any, what: str) -> list[dict[str, Any]] | None:
     return rows if isinstance(rows, list) else None
 
 
-def _rows_to_sources(rows: list[dict[str, Any]] | None, make: Callable[[dict[str, Any], str], Any],
-                     what: str) -> list[_Source] | None:
+def _rows_to_sources(
+    rows: list[dict[str, Any]] | None, make: Callable[[dict[str, Any], str], Any], what: str
+) -> list[_Source] | None:
     """Sources from stored rows; ``None`` (treat the item as one record) when they do not read."""
     if rows is None:
         return None
     try:
-        return [_Source(str(row["chunk"]), row.get("doc"), [make(record, str(row["chunk"])) for record in row["records"]],
-                        endpoint=bool(row.get("endpoint"))) for row in rows]
+        return [
+            _Source(
+                str(row["chunk"]),
+                row.get("doc"),
+                [make(record, str(row["chunk"])) for record in row["records"]],
+                endpoint=bool(row.get("endpoint")),
+            )
+            for row in rows
+        ]
     except (KeyError, TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
         logger.warning("%s: unreadable %s property (%s), treated as one record", what, SOURCES_KEY, exc)
         return None
 
 
 def _entity_sources(node: LabelledNode) -> list[_Source]:
-    sources = _rows_to_sources(_parse(node.properties.get(SOURCES_KEY), node.id), lambda record, chunk: Entity(
-        name=node.id, source_ids=[chunk] if chunk else [], **record), node.id)
+    sources = _rows_to_sources(
+        _parse(node.properties.get(SOURCES_KEY), node.id),
+        lambda record, chunk: Entity(name=node.id, source_ids=[chunk] if chunk else [], **record),
+        node.id,
+    )
     if sources is None:  # stored without provenance: the whole item is one record
         return [_Source("", None, [entity_from_node(node)], legacy=True)]
     return sources
@@ -154,8 +171,11 @@ def _relation_sources(relations: Sequence[StoreRelation]) -> list[_Source]:
     out: list[_Source] = []
     for relation in relations:  # normally one; a store holding both directions gives two
         what = f"{relation.source_id} -> {relation.target_id}"
-        sources = _rows_to_sources(_parse(relation.properties.get(SOURCES_KEY), what), lambda record, chunk: Relation(
-            source_ids=[chunk] if chunk else [], **record), what)
+        sources = _rows_to_sources(
+            _parse(relation.properties.get(SOURCES_KEY), what),
+            lambda record, chunk: Relation(source_ids=[chunk] if chunk else [], **record),
+            what,
+        )
         out += sources if sources is not None else [_Source("", None, [relation_from_store(relation)], legacy=True)]
     return out
 
@@ -167,21 +187,28 @@ def _without_repeats(sources: Sequence[_Source]) -> list[Any]:
     out = []
     for s in sources:
         for r in s.records:
-            out.append(r if s.legacy or not seen or r.description not in seen
-                       else r.model_copy(update={"description": ""}))
+            out.append(
+                r if s.legacy or not seen or r.description not in seen else r.model_copy(update={"description": ""})
+            )
     return out
 
 
-def _merge(entities: Mapping[str, Sequence[_Source]],
-           relations: Mapping[Key, Sequence[_Source]]) -> tuple[dict[str, Entity], dict[Key, Relation]]:
+def _merge(
+    entities: Mapping[str, Sequence[_Source]], relations: Mapping[Key, Sequence[_Source]]
+) -> tuple[dict[str, Entity], dict[Key, Relation]]:
     """Each entity and relation merged from its sources by the core's rules
     (:func:`pathrag.merging.merge_records`). An entity without records or a live chunk naming it as a
     relation end, or a relation without records, is left out: it is gone."""
-    endpoints = {name: chunks for name, sources in entities.items()
-                 if (chunks := [s.chunk for s in sources if s.endpoint and s.chunk])}
+    endpoints = {
+        name: chunks
+        for name, sources in entities.items()
+        if (chunks := [s.chunk for s in sources if s.endpoint and s.chunk])
+    }
     merged_entities, merged_relations = merge_records(
         [r for sources in entities.values() for r in _without_repeats(sources)],
-        [r for sources in relations.values() for r in _without_repeats(sources)], endpoint_sources=endpoints)
+        [r for sources in relations.values() for r in _without_repeats(sources)],
+        endpoint_sources=endpoints,
+    )
     return {e.name: e for e in merged_entities}, {relation_key(r.source, r.target): r for r in merged_relations}
 
 
@@ -231,11 +258,14 @@ class PathRAGExtractor(TransformComponent):
     num_workers: int = Field(default=4, ge=1, description="Chunks extracted at the same time.")
     show_progress: bool = False
     graph_store: PropertyGraphStore | None = Field(
-        default=None, exclude=True, description="The index's store, to merge with what is already stored.")
+        default=None, exclude=True, description="The index's store, to merge with what is already stored."
+    )
     vector_store: BasePydanticVectorStore | None = Field(
-        default=None, exclude=True, description="The index's vector store of entity embeddings, to clean on delete.")
+        default=None, exclude=True, description="The index's vector store of entity embeddings, to clean on delete."
+    )
     embed_model: BaseEmbedding | None = Field(
-        default=None, exclude=True, description="The index's embed model, to re-embed entities whose text changes.")
+        default=None, exclude=True, description="The index's embed model, to re-embed entities whose text changes."
+    )
 
     def __init__(
         self,
@@ -252,15 +282,24 @@ class PathRAGExtractor(TransformComponent):
 
         if graph_store is not None and not isinstance(graph_store, PropertyGraphStore):
             raise TypeError(f"graph_store must be a llama_index PropertyGraphStore, got {type(graph_store).__name__}")
-        super().__init__(llm=llm or Settings.llm, config=config or ExtractionConfig(), num_workers=num_workers,
-                         show_progress=show_progress, graph_store=graph_store, vector_store=vector_store,
-                         embed_model=embed_model)
+        super().__init__(
+            llm=llm or Settings.llm,
+            config=config or ExtractionConfig(),
+            num_workers=num_workers,
+            show_progress=show_progress,
+            graph_store=graph_store,
+            vector_store=vector_store,
+            embed_model=embed_model,
+        )
         if graph_store is not None:
             if PropertyGraphStoreAdapter(graph_store).deletes_relations:
                 _hook_deletes(graph_store, self)
             else:
-                logger.warning("%s cannot delete single relations: index.delete_ref_doc will not remove what "
-                               "PathRAGExtractor extracted from that document", type(graph_store).__name__)
+                logger.warning(
+                    "%s cannot delete single relations: index.delete_ref_doc will not remove what "
+                    "PathRAGExtractor extracted from that document",
+                    type(graph_store).__name__,
+                )
 
     @classmethod
     def class_name(cls) -> str:
@@ -273,8 +312,12 @@ class PathRAGExtractor(TransformComponent):
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
         """Extract every node, merge, and append the results to ``metadata["nodes"]`` / ``["relations"]``."""
         nodes = list(nodes)
-        results = await run_jobs([self._extract(node) for node in nodes], workers=self.num_workers,
-                                 show_progress=self.show_progress, desc="PathRAG extraction")
+        results = await run_jobs(
+            [self._extract(node) for node in nodes],
+            workers=self.num_workers,
+            show_progress=self.show_progress,
+            desc="PathRAG extraction",
+        )
         batch = self._batch(nodes, results)
         written = await self._reconcile(batch, await self._stale_chunks(nodes, batch))
         emitted: list[tuple[list[EntityNode], list[StoreRelation]]] = [([], []) for _ in nodes]
@@ -310,7 +353,9 @@ class PathRAGExtractor(TransformComponent):
             relations: dict[Key, _Source] = {}
             for e in result.entities:
                 name = entity_id(e.name)  # the store's key for the name
-                entities.setdefault(name, _Source(node.node_id, doc)).records.append(e.model_copy(update={"name": name}))
+                entities.setdefault(name, _Source(node.node_id, doc)).records.append(
+                    e.model_copy(update={"name": name})
+                )
             for r in result.relations:
                 r = r.model_copy(update={"source": entity_id(r.source), "target": entity_id(r.target)})
                 relations.setdefault(relation_key(r.source, r.target), _Source(node.node_id, doc)).records.append(r)
@@ -323,7 +368,8 @@ class PathRAGExtractor(TransformComponent):
                 batch.relations.setdefault(key, []).append(source)
                 batch.home.setdefault(key, i)
             node.metadata[EXTRACTED_KEY] = json.dumps(
-                {"entities": sorted(entities), "relations": sorted(relations)}, ensure_ascii=False)
+                {"entities": sorted(entities), "relations": sorted(relations)}, ensure_ascii=False
+            )
             for keys in (node.excluded_llm_metadata_keys, node.excluded_embed_metadata_keys):
                 if EXTRACTED_KEY not in keys:
                     keys.append(EXTRACTED_KEY)
@@ -335,8 +381,11 @@ class PathRAGExtractor(TransformComponent):
         if store is None or not docs:
             return []
         if isinstance(store, SimplePropertyGraphStore):  # one pass instead of one scan per document
-            found: list[LabelledNode] = [n for n in store.graph.nodes.values()
-                                         if isinstance(n, ChunkNode) and n.properties.get("ref_doc_id") in docs]
+            found: list[LabelledNode] = [
+                n
+                for n in store.graph.nodes.values()
+                if isinstance(n, ChunkNode) and n.properties.get("ref_doc_id") in docs
+            ]
         else:
             found = [n for doc in sorted(docs) for n in await store.aget(properties={"ref_doc_id": doc})]
         return [n for n in found if isinstance(n, ChunkNode)]
@@ -353,8 +402,11 @@ class PathRAGExtractor(TransformComponent):
         Sources of the dropped chunks and of the batch's own chunks (re-extracted) are replaced by the
         batch's. Returns the entities and relations that are new, for LlamaIndex to insert.
         """
-        drop = {n.id for n in dropped} | {s.chunk for sources in batch.entities.values() for s in sources} | {
-            s.chunk for sources in batch.relations.values() for s in sources}
+        drop = (
+            {n.id for n in dropped}
+            | {s.chunk for sources in batch.entities.values() for s in sources}
+            | {s.chunk for sources in batch.relations.values() for s in sources}
+        )
         touched_names, touched_keys = _touched(dropped)
         names = list(dict.fromkeys([*batch.entities, *touched_names]))
         keys = list(dict.fromkeys([*batch.relations, *touched_keys]))
@@ -367,12 +419,19 @@ class PathRAGExtractor(TransformComponent):
                 stored_nodes = {n.id: n for n in await adapter.store.aget(ids=names) if isinstance(n, EntityNode)}
             stored_relations = await adapter.aget_store_relations(keys)
 
-        entity_sources = {name: [s for s in _entity_sources(node) if s.chunk not in drop]
-                          if (node := stored_nodes.get(name)) is not None else [] for name in names}
+        entity_sources = {
+            name: [s for s in _entity_sources(node) if s.chunk not in drop]
+            if (node := stored_nodes.get(name)) is not None
+            else []
+            for name in names
+        }
         for name in names:
             entity_sources[name] += batch.entities.get(name, [])
-        relation_sources = {key: [s for s in _relation_sources(stored_relations.get(key, [])) if s.chunk not in drop]
-                            + batch.relations.get(key, []) for key in keys}
+        relation_sources = {
+            key: [s for s in _relation_sources(stored_relations.get(key, [])) if s.chunk not in drop]
+            + batch.relations.get(key, [])
+            for key in keys
+        }
         merged_entities, merged_relations = _merge(entity_sources, relation_sources)
 
         written = _Written()
@@ -391,7 +450,9 @@ class PathRAGExtractor(TransformComponent):
                 if name in batch.entities:
                     written.entities[name] = entity_to_node(merged, props)
             elif props[SOURCES_KEY] != node.properties.get(SOURCES_KEY) or (merged.type, merged.description) != (
-                    (old := entity_from_node(node)).type, old.description):
+                (old := entity_from_node(node)).type,
+                old.description,
+            ):
                 # point LlamaIndex's provenance at a live chunk (FalkorDB links it with MENTIONS)
                 first = _first_chunk(sources)
                 updated.append(merged)
@@ -411,8 +472,11 @@ class PathRAGExtractor(TransformComponent):
             elif not stored:
                 if key in batch.relations:
                     written.relations[key] = relation_to_store(merged_relation, properties=props)
-            elif len(stored) > 1 or props[SOURCES_KEY] != stored[0].properties.get(SOURCES_KEY) \
-                    or merged_relation != relation_from_store(stored[0]):
+            elif (
+                len(stored) > 1
+                or props[SOURCES_KEY] != stored[0].properties.get(SOURCES_KEY)
+                or merged_relation != relation_from_store(stored[0])
+            ):
                 first = _first_chunk(sources)
                 replaced.append(merged_relation)
                 relation_props[merged_relation.pair] = {**props, **({TRIPLET_SOURCE_KEY: first} if first else {})}
@@ -421,17 +485,24 @@ class PathRAGExtractor(TransformComponent):
 
         if adapter is not None and gone_relations and not adapter.deletes_relations:
             # inserts keep working on such stores; only replaced knowledge cannot be fully removed
-            logger.warning("%s cannot delete single relations: %d relation(s) no longer supported are kept",
-                           type(adapter.store).__name__, len(gone_relations))
+            logger.warning(
+                "%s cannot delete single relations: %d relation(s) no longer supported are kept",
+                type(adapter.store).__name__,
+                len(gone_relations),
+            )
             gone_relations = []
         if adapter is not None:
-            embeddings = await self._embed([  # the embedded text is the name and the description
-                e for e in updated if e.description != entity_from_node(stored_nodes[e.name]).description])
+            embeddings = await self._embed(
+                [  # the embedded text is the name and the description
+                    e for e in updated if e.description != entity_from_node(stored_nodes[e.name]).description
+                ]
+            )
             in_store = adapter.store.supports_vector_queries
             await adapter.adelete_relations(gone_relations)
             await adapter.adelete_entities(gone_entities)
-            await adapter.aupsert_entities(updated, properties=entity_props, keep_label=False,
-                                           embeddings=embeddings if in_store else None)
+            await adapter.aupsert_entities(
+                updated, properties=entity_props, keep_label=False, embeddings=embeddings if in_store else None
+            )
             await adapter.aupsert_relations(replaced, properties=relation_props)
             if self.vector_store is not None and not in_store:
                 await self._drop_vectors([*gone_entities, *embeddings])
@@ -453,8 +524,11 @@ class PathRAGExtractor(TransformComponent):
         if not names:
             return
         if self.vector_store.stores_text:  # nodes got their own ids: find them by the entity they hold
-            await self.vector_store.adelete_nodes(filters=MetadataFilters(filters=[
-                MetadataFilter(key=VECTOR_SOURCE_KEY, value=names, operator=FilterOperator.IN)]))
+            await self.vector_store.adelete_nodes(
+                filters=MetadataFilters(
+                    filters=[MetadataFilter(key=VECTOR_SOURCE_KEY, value=names, operator=FilterOperator.IN)]
+                )
+            )
         else:  # PropertyGraphIndex gives each vector its entity's id
             await self.vector_store.adelete_nodes(node_ids=names)
 
@@ -463,8 +537,11 @@ class PathRAGExtractor(TransformComponent):
         assert self.vector_store is not None
         rows = []
         for node in nodes:
-            row = TextNode(text=str(entity_to_node(entity_from_node(node))),
-                           metadata={VECTOR_SOURCE_KEY: node.id, **node.properties}, embedding=embeddings[node.id])
+            row = TextNode(
+                text=str(entity_to_node(entity_from_node(node))),
+                metadata={VECTOR_SOURCE_KEY: node.id, **node.properties},
+                embedding=embeddings[node.id],
+            )
             if not self.vector_store.stores_text:
                 row.id_ = node.id
             rows.append(row)
@@ -542,8 +619,13 @@ class _DeleteHook:
         self.original = original
         self.extractor = extractor
 
-    def __call__(self, entity_names: list[str] | None = None, relation_names: list[str] | None = None,
-                 properties: dict | None = None, ids: list[str] | None = None) -> None:
+    def __call__(
+        self,
+        entity_names: list[str] | None = None,
+        relation_names: list[str] | None = None,
+        properties: dict | None = None,
+        ids: list[str] | None = None,
+    ) -> None:
         if ids:
             run_sync(self.extractor._aforget_documents_of(list(ids)))
         self.original(entity_names=entity_names, relation_names=relation_names, properties=properties, ids=ids)
@@ -554,9 +636,13 @@ class _AsyncDeleteHook(_DeleteHook):
 
     original: Callable[..., Awaitable[None]]  # type: ignore[assignment]
 
-    async def __call__(self, entity_names: list[str] | None = None,  # type: ignore[override]
-                       relation_names: list[str] | None = None, properties: dict | None = None,
-                       ids: list[str] | None = None) -> None:
+    async def __call__(
+        self,
+        entity_names: list[str] | None = None,  # type: ignore[override]
+        relation_names: list[str] | None = None,
+        properties: dict | None = None,
+        ids: list[str] | None = None,
+    ) -> None:
         if ids:
             await self.extractor._aforget_documents_of(list(ids))
         await self.original(entity_names=entity_names, relation_names=relation_names, properties=properties, ids=ids)
@@ -577,7 +663,11 @@ def _hook_deletes(store: PropertyGraphStore, extractor: PathRAGExtractor) -> boo
             store.adelete = installed[1]  # type: ignore[method-assign]
         setattr(store, _HOOK_ATTRIBUTE, installed)
     except (AttributeError, TypeError, ValueError) as exc:
-        logger.warning("cannot hook %s.delete (%s): delete_ref_doc will not remove extracted knowledge; "
-                       "call PathRAGExtractor.delete_sources(chunk_ids) yourself", type(store).__name__, exc)
+        logger.warning(
+            "cannot hook %s.delete (%s): delete_ref_doc will not remove extracted knowledge; "
+            "call PathRAGExtractor.delete_sources(chunk_ids) yourself",
+            type(store).__name__,
+            exc,
+        )
         return False
     return True

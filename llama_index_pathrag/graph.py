@@ -160,17 +160,30 @@ def entity_to_node(entity: Entity, properties: Mapping[str, Any] | None = None, 
     >>> node.label, node.properties, str(node)
     ('person', {'description': 'A pilot.'}, 'ALICE\\nA pilot.')
     """
-    return _EntityNode(name=entity.name, label=entity.type or label or UNTYPED_LABEL,
-                       properties={**(properties or {}), "description": entity.description})
+    return _EntityNode(
+        name=entity.name,
+        label=entity.type or label or UNTYPED_LABEL,
+        properties={**(properties or {}), "description": entity.description},
+    )
 
 
-def relation_to_store(relation: Relation, label: str = RELATION_LABEL,
-                      properties: Mapping[str, Any] | None = None) -> StoreRelation:
+def relation_to_store(
+    relation: Relation, label: str = RELATION_LABEL, properties: Mapping[str, Any] | None = None
+) -> StoreRelation:
     """The stored ``Relation``: properties ``description``, ``keywords``, ``weight``, ``source_ids``
     (over ``properties``, kept otherwise)."""
-    return StoreRelation(label=label, source_id=relation.source, target_id=relation.target, properties={
-        **(properties or {}), "description": relation.description, "keywords": list(relation.keywords),
-        "weight": relation.weight, "source_ids": list(relation.source_ids)})
+    return StoreRelation(
+        label=label,
+        source_id=relation.source,
+        target_id=relation.target,
+        properties={
+            **(properties or {}),
+            "description": relation.description,
+            "keywords": list(relation.keywords),
+            "weight": relation.weight,
+            "source_ids": list(relation.source_ids),
+        },
+    )
 
 
 class PropertyGraphStoreAdapter(BaseGraphStore):
@@ -207,8 +220,11 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
         found: dict[str, list[tuple[str, str, StoreRelation]]] = {n: [] for n in names}
         seen: set[tuple[str, str, str]] = set()
         for source, relation, target in triplets:
-            if (relation.label in self.ignore_relations or isinstance(source, ChunkNode)
-                    or isinstance(target, ChunkNode)):
+            if (
+                relation.label in self.ignore_relations
+                or isinstance(source, ChunkNode)
+                or isinstance(target, ChunkNode)
+            ):
                 continue
             key = (source.id, relation.label, target.id)
             if key in seen:  # a store may return a triplet once per matching end
@@ -256,8 +272,10 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
         return listed
 
     def _answer(self, listed: Mapping[str, tuple[int, list[str]]], directed: bool) -> dict[str, Neighborhood]:
-        return {u: Neighborhood(d, {v: len(self._neighbors(v, directed)) for v in shown})
-                for u, (d, shown) in listed.items()}
+        return {
+            u: Neighborhood(d, {v: len(self._neighbors(v, directed)) for v in shown})
+            for u, (d, shown) in listed.items()
+        }
 
     def neighborhoods(
         self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
@@ -290,8 +308,11 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
     ) -> dict[tuple[str, str], Relation]:
         found = {}
         for a, b in pairs:
-            stored = sorted(((r.label, s, t), r) for s, t, r in self._triplets.get(a, ())
-                            if {s, t} == {a, b} and (labels is None or r.label in labels))
+            stored = sorted(
+                ((r.label, s, t), r)
+                for s, t, r in self._triplets.get(a, ())
+                if {s, t} == {a, b} and (labels is None or r.label in labels)
+            )
             if stored:  # sorted: stores list triplets in no fixed order (the in-memory one from a set)
                 found[(a, b)] = merge_relation([relation_from_store(r) for _, r in stored])
         return found
@@ -313,14 +334,24 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
 
     # -- writes ----------------------------------------------------------------------------------------
 
-    def _nodes(self, entities: Sequence[Entity], stored: Sequence[LabelledNode],
-               properties: Mapping[str, Mapping[str, Any]] | None, keep_label: bool,
-               embeddings: Mapping[str, Sequence[float]] | None = None) -> list[LabelledNode]:
+    def _nodes(
+        self,
+        entities: Sequence[Entity],
+        stored: Sequence[LabelledNode],
+        properties: Mapping[str, Mapping[str, Any]] | None,
+        keep_label: bool,
+        embeddings: Mapping[str, Sequence[float]] | None = None,
+    ) -> list[LabelledNode]:
         old = {node.id: node for node in stored if isinstance(node, EntityNode)}
         extra = properties or {}
-        nodes = [entity_to_node(e, {**(old[e.name].properties if e.name in old else {}), **extra.get(e.name, {})},
-                                old[e.name].label if keep_label and e.name in old else None)
-                 for e in entities]
+        nodes = [
+            entity_to_node(
+                e,
+                {**(old[e.name].properties if e.name in old else {}), **extra.get(e.name, {})},
+                old[e.name].label if keep_label and e.name in old else None,
+            )
+            for e in entities
+        ]
         for node in nodes:
             if embeddings and node.id in embeddings:
                 node.embedding = list(embeddings[node.id])
@@ -338,8 +369,12 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
         return f"UNWIND $ids AS id MATCH (e:`__Entity__` {{id: id}}) REMOVE e:`{label.replace('`', '``')}`"
 
     def upsert_entities(
-        self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None,
-        properties: Mapping[str, Mapping[str, Any]] | None = None, keep_label: bool = True,
+        self,
+        entities: Iterable[Entity],
+        *,
+        merge: Merge[Entity] | None = None,
+        properties: Mapping[str, Mapping[str, Any]] | None = None,
+        keep_label: bool = True,
         embeddings: Mapping[str, Sequence[float]] | None = None,
     ) -> None:
         """Insert or update entities, keeping the other properties of stored nodes.
@@ -362,8 +397,12 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
             self.store.upsert_nodes(nodes)
 
     async def aupsert_entities(
-        self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None,
-        properties: Mapping[str, Mapping[str, Any]] | None = None, keep_label: bool = True,
+        self,
+        entities: Iterable[Entity],
+        *,
+        merge: Merge[Entity] | None = None,
+        properties: Mapping[str, Mapping[str, Any]] | None = None,
+        keep_label: bool = True,
         embeddings: Mapping[str, Sequence[float]] | None = None,
     ) -> None:
         entities = list(entities)
@@ -379,8 +418,9 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
                 await self.store.astructured_query(self._unlabel_query(label), param_map={"ids": ids})
             await self.store.aupsert_nodes(nodes)
 
-    def _replace(self, relations: Sequence[Relation],
-                 properties: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> list[StoreRelation]:
+    def _replace(
+        self, relations: Sequence[Relation], properties: Mapping[tuple[str, str], Mapping[str, Any]] | None = None
+    ) -> list[StoreRelation]:
         """Store relations for ``relations``; on the in-memory store, first drop those they replace.
 
         ``SimplePropertyGraphStore`` keeps the first relation written for a triplet (either way round
@@ -399,7 +439,10 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
         return [relation_to_store(r, label, extra.get(r.pair)) for r in relations]
 
     def upsert_relations(
-        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None,
+        self,
+        relations: Iterable[Relation],
+        *,
+        merge: Merge[Relation] | None = None,
         properties: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
     ) -> None:
         """Insert or replace relations (label ``relation_label``); ``merge`` sees the stored one of that label.
@@ -416,7 +459,10 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
             self.store.upsert_relations(self._replace(relations, properties))
 
     async def aupsert_relations(
-        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None,
+        self,
+        relations: Iterable[Relation],
+        *,
+        merge: Merge[Relation] | None = None,
         properties: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
     ) -> None:
         relations = list(relations)
@@ -447,12 +493,12 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
         await self._aload(a for a, _ in pairs)
         return self._store_relations(pairs, label or self.relation_label)
 
-    def _store_relations(
-        self, pairs: list[tuple[str, str]], label: str
-    ) -> dict[tuple[str, str], list[StoreRelation]]:
+    def _store_relations(self, pairs: list[tuple[str, str]], label: str) -> dict[tuple[str, str], list[StoreRelation]]:
         found = {}
         for a, b in pairs:
-            stored = sorted(((s, t), r) for s, t, r in self._triplets.get(a, ()) if {s, t} == {a, b} and r.label == label)
+            stored = sorted(
+                ((s, t), r) for s, t, r in self._triplets.get(a, ()) if {s, t} == {a, b} and r.label == label
+            )
             if stored:
                 found[(a, b)] = [r for _, r in stored]
         return found
@@ -470,8 +516,10 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
 
     def _relation_delete_query(self) -> str:
         label = self.relation_label.replace("`", "``")
-        return (f"UNWIND $pairs AS p MATCH (a:`__Entity__` {{id: p[0]}})-[r:`{label}`]-(b:`__Entity__` {{id: p[1]}}) "
-                "DELETE r")
+        return (
+            f"UNWIND $pairs AS p MATCH (a:`__Entity__` {{id: p[0]}})-[r:`{label}`]-(b:`__Entity__` {{id: p[1]}}) "
+            "DELETE r"
+        )
 
     @property
     def deletes_relations(self) -> bool:
@@ -483,7 +531,8 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
             raise NotImplementedError(
                 f"cannot delete single relations from {type(self.store).__name__}: PropertyGraphStore.delete only "
                 "deletes all relations of a label; supported are SimplePropertyGraphStore and LlamaIndex's "
-                "FalkorDB and Neo4j stores")
+                "FalkorDB and Neo4j stores"
+            )
 
     def delete_entities(self, names: Iterable[str]) -> None:
         """Delete entities and whatever relation still touches them (nothing else)."""
@@ -597,8 +646,11 @@ class CypherPropertyGraphAdapter(PropertyGraphStoreAdapter):
 
     def _core(self) -> CypherGraphStore | None:
         if self.cypher is None and not self._generic:
-            types = [row[0] for row in self._cypher_run("CALL db.relationshipTypes()", {}, False)
-                     if row[0] not in self.ignore_relations]
+            types = [
+                row[0]
+                for row in self._cypher_run("CALL db.relationshipTypes()", {}, False)
+                if row[0] not in self.ignore_relations
+            ]
             if types and not any("`" in t for t in types):
                 self.cypher = CypherGraphStore(self._cypher_run, label="__Entity__", key="id", traverse=types)
             else:

@@ -50,7 +50,8 @@ def _instructions(**variables: object) -> str:
 
 
 PATHRAG_QA_TEMPLATE = PromptTemplate(
-    "Question: {query_str}\n\n{context_str}\n\n{instructions}", prompt_type=PromptType.QUESTION_ANSWER,
+    "Question: {query_str}\n\n{context_str}\n\n{instructions}",
+    prompt_type=PromptType.QUESTION_ANSWER,
     function_mappings={"instructions": _instructions},
 )
 """The core's answer prompt: the question, the laid-out evidence, the instructions for that layout."""
@@ -63,9 +64,15 @@ def item_from_node(found: NodeWithScore) -> RetrievedItem:
     nodes = tuple(str(n) for n in meta.get("nodes") or ())
     kind = meta.get("kind") if meta.get("kind") in ("path", "passage", "entity") else "entity"
     path = ScoredPath(nodes=nodes, score=score) if kind == "path" and len(nodes) >= 2 else None
-    return RetrievedItem("path" if path else kind, str(meta.get("id") or found.node.node_id),
-                         found.node.get_content(metadata_mode=MetadataMode.NONE), score, nodes,
-                         tuple(str(s) for s in meta.get("source_ids") or ()), path)
+    return RetrievedItem(
+        "path" if path else kind,
+        str(meta.get("id") or found.node.node_id),
+        found.node.get_content(metadata_mode=MetadataMode.NONE),
+        score,
+        nodes,
+        tuple(str(s) for s in meta.get("source_ids") or ()),
+        path,
+    )
 
 
 class PathRAGContextPostprocessor(BaseNodePostprocessor):
@@ -106,11 +113,15 @@ class PathRAGContextPostprocessor(BaseNodePostprocessor):
             # the node keeps its own text; the block's head goes in through the one metadata entry the
             # LLM sees, so get_content(LLM) is exactly this item's block of the core's context
             metadata = {**original.node.metadata, BLOCK_KEY: head.removesuffix("\n")}
-            node = TextNode(id_=original.node.node_id, text=original.node.get_content(metadata_mode=MetadataMode.NONE),
-                            metadata=metadata, metadata_template="{value}",
-                            text_template="{metadata_str}\n{content}",
-                            excluded_llm_metadata_keys=[k for k in metadata if k != BLOCK_KEY],
-                            excluded_embed_metadata_keys=list(metadata))
+            node = TextNode(
+                id_=original.node.node_id,
+                text=original.node.get_content(metadata_mode=MetadataMode.NONE),
+                metadata=metadata,
+                metadata_template="{value}",
+                text_template="{metadata_str}\n{content}",
+                excluded_llm_metadata_keys=[k for k in metadata if k != BLOCK_KEY],
+                excluded_embed_metadata_keys=list(metadata),
+            )
             laid_out.append(NodeWithScore(node=node, score=original.score))
         return laid_out
 
@@ -176,7 +187,14 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
         retriever_params.setdefault("embed_model", getattr(index, "_embed_model", None))
         keywords = llm if keyword_llm is True else (keyword_llm or None)
         retriever = PathRAGRetriever(index.property_graph_store, llm=keywords, **retriever_params)
-        synthesizer = get_response_synthesizer(llm=llm, text_qa_template=text_qa_template or PATHRAG_QA_TEMPLATE,
-                                               response_mode=response_mode, streaming=streaming)
-        return cls(retriever, response_synthesizer=synthesizer,
-                   node_postprocessors=[PathRAGContextPostprocessor(max_tokens=max_tokens)])
+        synthesizer = get_response_synthesizer(
+            llm=llm,
+            text_qa_template=text_qa_template or PATHRAG_QA_TEMPLATE,
+            response_mode=response_mode,
+            streaming=streaming,
+        )
+        return cls(
+            retriever,
+            response_synthesizer=synthesizer,
+            node_postprocessors=[PathRAGContextPostprocessor(max_tokens=max_tokens)],
+        )

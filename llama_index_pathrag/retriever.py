@@ -32,12 +32,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.graph_stores.types import VECTOR_SOURCE_KEY, EntityNode, PropertyGraphStore
 from llama_index.core.indices.property_graph.sub_retrievers.base import BasePGRetriever
 from llama_index.core.llms import LLM
-from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.settings import Settings
 from llama_index.core.vector_stores.types import BasePydanticVectorStore, VectorStoreQuery, VectorStoreQueryResult
@@ -68,7 +68,9 @@ class _EntitySeeds:
     """The read side of a pathrag ``VectorIndex`` over the store that holds entity embeddings."""
 
     def __init__(
-        self, graph_store: PropertyGraphStore, vector_store: BasePydanticVectorStore | None,
+        self,
+        graph_store: PropertyGraphStore,
+        vector_store: BasePydanticVectorStore | None,
         embed_model: BaseEmbedding | None,
     ) -> None:
         self.graph_store = graph_store
@@ -116,8 +118,12 @@ def _passage_hit(found: NodeWithScore) -> VectorHit:
             entities = [str(n) for n in touched.get("entities", ())] if isinstance(touched, dict) else []
         except json.JSONDecodeError:
             entities = []
-    return VectorHit(found.node.node_id, float(found.score or 0.0), {"entities": entities} if entities else {},
-                     found.node.get_content(metadata_mode=MetadataMode.NONE))
+    return VectorHit(
+        found.node.node_id,
+        float(found.score or 0.0),
+        {"entities": entities} if entities else {},
+        found.node.get_content(metadata_mode=MetadataMode.NONE),
+    )
 
 
 def _hit(name: str, score: float | None) -> VectorHit:
@@ -174,7 +180,8 @@ class PathRAGRetriever(BasePGRetriever):
             raise ValueError(
                 f"PathRAGRetriever picks seed entities by vector search, and {type(graph_store).__name__} has "
                 "none: pass vector_store= (with PropertyGraphIndex: vector_store=index.vector_store, which holds "
-                "the entity embeddings when embed_kg_nodes=True), or use PathRAGQueryEngine.from_index(index)")
+                "the entity embeddings when embed_kg_nodes=True), or use PathRAGQueryEngine.from_index(index)"
+            )
         if params is not None and not isinstance(params, RetrievalParams):
             raise TypeError(f"params must be a pathrag.RetrievalParams, got {type(params).__name__}")
         self.params = (params or RetrievalParams()).override(**settings)
@@ -183,7 +190,9 @@ class PathRAGRetriever(BasePGRetriever):
         self._seeds = _EntitySeeds(graph_store, vector_store, embed_model)
         self._llm = _LlamaLanguageModel(llm) if llm is not None else None
         if passage_retriever is not None and not isinstance(passage_retriever, BaseRetriever):
-            raise TypeError(f"passage_retriever must be a llama_index retriever, got {type(passage_retriever).__name__}")
+            raise TypeError(
+                f"passage_retriever must be a llama_index retriever, got {type(passage_retriever).__name__}"
+            )
         self._passages = _Passages(passage_retriever) if passage_retriever is not None else None
         super().__init__(graph_store=graph_store, include_text=False, callback_manager=callback_manager)
 
@@ -195,19 +204,40 @@ class PathRAGRetriever(BasePGRetriever):
 
     # _EntitySeeds is the read half of a VectorIndex: retrieval only queries it
     def retrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return _nodes(retrieve(query_bundle.query_str, graph=self._graph(), entity_index=self._seeds,  # type: ignore[arg-type]
-                               passage_index=self._passages, llm=self._llm, params=self.params))  # type: ignore[arg-type]
+        return _nodes(
+            retrieve(
+                query_bundle.query_str,
+                graph=self._graph(),
+                entity_index=self._seeds,  # type: ignore[arg-type]
+                passage_index=self._passages,
+                llm=self._llm,
+                params=self.params,
+            )
+        )  # type: ignore[arg-type]
 
     async def aretrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        return _nodes(await aretrieve(query_bundle.query_str, graph=self._graph(), entity_index=self._seeds,  # type: ignore[arg-type]
-                                      passage_index=self._passages, llm=self._llm, params=self.params))  # type: ignore[arg-type]
+        return _nodes(
+            await aretrieve(
+                query_bundle.query_str,
+                graph=self._graph(),
+                entity_index=self._seeds,  # type: ignore[arg-type]
+                passage_index=self._passages,
+                llm=self._llm,
+                params=self.params,
+            )
+        )  # type: ignore[arg-type]
 
 
 def _nodes(result: RetrievalResult) -> list[NodeWithScore]:
     nodes = []
     for item in result.items:
         metadata = {**item.metadata(), "layout": result.context}
-        node = TextNode(id_=item.id, text=item.text, metadata=metadata,
-                        excluded_llm_metadata_keys=list(metadata), excluded_embed_metadata_keys=list(metadata))
+        node = TextNode(
+            id_=item.id,
+            text=item.text,
+            metadata=metadata,
+            excluded_llm_metadata_keys=list(metadata),
+            excluded_embed_metadata_keys=list(metadata),
+        )
         nodes.append(NodeWithScore(node=node, score=item.score))
     return nodes

@@ -34,9 +34,7 @@ from .providers import (
 from .readers import read_documents
 from .rendering import (
     approximate_tokens,
-    arrow,
     as_json,
-    hop_summary,
     print_paths,
     print_question,
     report,
@@ -48,8 +46,20 @@ from .rendering import (
 from .store import WAIT, opened, read_meta, write_meta
 
 __all__ = [
-    "CONTEXT", "EMBEDDING_MODEL", "MAX_HOPS", "MODEL", "NUM_SEEDS", "PARAM", "REPLAY", "STORE", "THETA", "TOP_K",
-    "ContextKind", "Format", "app", "retrieval_params",
+    "CONTEXT",
+    "EMBEDDING_MODEL",
+    "MAX_HOPS",
+    "MODEL",
+    "NUM_SEEDS",
+    "PARAM",
+    "REPLAY",
+    "STORE",
+    "THETA",
+    "TOP_K",
+    "ContextKind",
+    "Format",
+    "app",
+    "retrieval_params",
 ]
 
 app = typer.Typer(
@@ -71,32 +81,65 @@ def _options(debug: bool = typer.Option(False, "--debug", help="Show the full tr
 # -- options -----------------------------------------------------------------------------------------
 
 STORE = typer.Option(..., "--store", "-s", help="The store directory (a PathRAG index).", show_default=False)
-MODEL = typer.Option(DEFAULT_MODEL, "--model", "-m", envvar="PATHRAG_MODEL",
-                     help="Chat model: PROVIDER:MODEL for any LangChain provider (openai:gpt-4o-mini, "
-                     "ollama:llama3.1, anthropic:...; needs its langchain-PROVIDER package), or a plain name "
-                     "of the OpenAI-compatible endpoint (needs OPENAI_API_KEY).")
+MODEL = typer.Option(
+    DEFAULT_MODEL,
+    "--model",
+    "-m",
+    envvar="PATHRAG_MODEL",
+    help="Chat model: PROVIDER:MODEL for any LangChain provider (openai:gpt-4o-mini, "
+    "ollama:llama3.1, anthropic:...; needs its langchain-PROVIDER package), or a plain name "
+    "of the OpenAI-compatible endpoint (needs OPENAI_API_KEY).",
+)
 EMBEDDING_MODEL = typer.Option(
-    None, "--embedding-model", "-e", envvar="PATHRAG_EMBEDDING_MODEL", show_default=False,
+    None,
+    "--embedding-model",
+    "-e",
+    envvar="PATHRAG_EMBEDDING_MODEL",
+    show_default=False,
     help=f"Embedding model for a new store: a model of the endpoint (default {DEFAULT_EMBEDDING_MODEL} with "
     "OPENAI_API_KEY), PROVIDER:MODEL for LangChain's init_embeddings (ollama:nomic-embed-text...), or "
-    "'hashing' (offline, the default without a key). An existing store keeps its own.")
-REPLAY = typer.Option(None, "--replay", hidden=True, exists=True,
-                      help="Folder with corpus/ and extractions/: replay recorded answers instead of a model.")
+    "'hashing' (offline, the default without a key). An existing store keeps its own.",
+)
+REPLAY = typer.Option(
+    None,
+    "--replay",
+    hidden=True,
+    exists=True,
+    help="Folder with corpus/ and extractions/: replay recorded answers instead of a model.",
+)
 # Retrieval settings: the common ones by name, any of pathrag.RetrievalParams with --param; no default
 # is written here (None means the core's), and retrieval_params() builds the one settings object.
 _CORE = RetrievalParams()
-TOP_K = typer.Option(None, "--top-k", "-k", min=1, show_default=False,
-                     help=f"Number of key paths [default: {_CORE.top_k}].")
-NUM_SEEDS = typer.Option(None, "--num-seeds", min=1, show_default=False,
-                         help=f"Seed entities taken from the question's keywords [default: {_CORE.num_seeds}].")
-MAX_HOPS = typer.Option(None, "--max-hops", min=1, show_default=False,
-                        help=f"Longest path, in relations [default: {_CORE.max_hops}].")
-THETA = typer.Option(None, "--theta", min=0.0, show_default=False,
-                     help=f"Pruning threshold of the flow (PathRAG's θ) [default: {_CORE.theta}].")
-PARAM = typer.Option(None, "--param", "-p", metavar="NAME=VALUE", show_default=False,
-                     help="Any retrieval setting (a field of pathrag.RetrievalParams: "
-                     f"{', '.join(RetrievalParams.names())}), repeatable, e.g. --param alpha=0.9. The value is "
-                     "read as JSON (3, 0.1, true, null), else as text. It wins over the named options.")
+TOP_K = typer.Option(
+    None, "--top-k", "-k", min=1, show_default=False, help=f"Number of key paths [default: {_CORE.top_k}]."
+)
+NUM_SEEDS = typer.Option(
+    None,
+    "--num-seeds",
+    min=1,
+    show_default=False,
+    help=f"Seed entities taken from the question's keywords [default: {_CORE.num_seeds}].",
+)
+MAX_HOPS = typer.Option(
+    None, "--max-hops", min=1, show_default=False, help=f"Longest path, in relations [default: {_CORE.max_hops}]."
+)
+THETA = typer.Option(
+    None,
+    "--theta",
+    min=0.0,
+    show_default=False,
+    help=f"Pruning threshold of the flow (PathRAG's θ) [default: {_CORE.theta}].",
+)
+PARAM = typer.Option(
+    None,
+    "--param",
+    "-p",
+    metavar="NAME=VALUE",
+    show_default=False,
+    help="Any retrieval setting (a field of pathrag.RetrievalParams: "
+    f"{', '.join(RetrievalParams.names())}), repeatable, e.g. --param alpha=0.9. The value is "
+    "read as JSON (3, 0.1, true, null), else as text. It wins over the named options.",
+)
 
 
 def retrieval_params(settings: list[str] | None = None, **named: Any) -> RetrievalParams:
@@ -128,9 +171,13 @@ class ContextKind(str, Enum):
     paths = "paths"
 
 
-CONTEXT = typer.Option(None, "--context", show_default=False,
-                       help=f"evidence: source passages ranked with the flow, then the key paths; paths: the "
-                            f"paper's paths-only context [default: {_CORE.context}].")
+CONTEXT = typer.Option(
+    None,
+    "--context",
+    show_default=False,
+    help=f"evidence: source passages ranked with the flow, then the key paths; paths: the "
+    f"paper's paths-only context [default: {_CORE.context}].",
+)
 
 
 class Format(str, Enum):
@@ -154,8 +201,9 @@ def _retrieve(index: PathRAGIndex, question: str, keyword_llm: bool, params: Ret
 
 @app.command()
 def index(
-    paths: list[Path] = typer.Argument(..., help="Files or folders (.txt, .md, .html, and .pdf with pypdf).",
-                                       show_default=False),
+    paths: list[Path] = typer.Argument(
+        ..., help="Files or folders (.txt, .md, .html, and .pdf with pypdf).", show_default=False
+    ),
     store: Path = STORE,
     model: str = MODEL,
     embedding_model: str | None = EMBEDDING_MODEL,
@@ -172,18 +220,29 @@ def index(
     with opened(store, create=True, embedding_model=embedding_model, llm=llm, config=config) as idx:
         summary = idx.insert(docs)
         stats = idx.stats()
-    report(f"Indexed into {store}:", [
-        ("documents indexed", summary.documents), ("documents unchanged", summary.unchanged),
-        ("chunks", summary.chunks), ("chunks extracted", summary.chunks_extracted),
-        ("entities touched", summary.entities), ("relations touched", summary.relations),
-        ("LLM calls", summary.llm_calls), ("LLM cache hits", summary.cache_hits),
-        ("tokens (prompt + completion)", f"{summary.tokens:,}{token_note()}"),
-        ("store now holds", f"{stats['documents']:,} documents, {stats['entities']:,} entities, "
-                            f"{stats['relations']:,} relations"),
-    ])
+    report(
+        f"Indexed into {store}:",
+        [
+            ("documents indexed", summary.documents),
+            ("documents unchanged", summary.unchanged),
+            ("chunks", summary.chunks),
+            ("chunks extracted", summary.chunks_extracted),
+            ("entities touched", summary.entities),
+            ("relations touched", summary.relations),
+            ("LLM calls", summary.llm_calls),
+            ("LLM cache hits", summary.cache_hits),
+            ("tokens (prompt + completion)", f"{summary.tokens:,}{token_note()}"),
+            (
+                "store now holds",
+                f"{stats['documents']:,} documents, {stats['entities']:,} entities, {stats['relations']:,} relations",
+            ),
+        ],
+    )
     for failure in summary.failures:
-        typer.echo(f"failed: chunk {failure.chunk_id} of {', '.join(failure.document_ids)}: "
-                   f"{one_line(failure.error, 300)}", err=True)
+        typer.echo(
+            f"failed: chunk {failure.chunk_id} of {', '.join(failure.document_ids)}: {one_line(failure.error, 300)}",
+            err=True,
+        )
     if summary.failures:
         raise CliError(f"{len(summary.failures)} chunk(s) failed; run the same command again to retry them")
 
@@ -192,11 +251,16 @@ def index(
 def query(
     question: str = typer.Argument(..., help="The question.", show_default=False),
     store: Path = STORE,
-    context_only: bool = typer.Option(False, "--context-only", help="Print the prompt that would be sent, "
-                                      "without calling a model."),
+    context_only: bool = typer.Option(
+        False, "--context-only", help="Print the prompt that would be sent, without calling a model."
+    ),
     stream: bool = typer.Option(False, "--stream", help="Print the answer as it is generated."),
-    max_tokens: int = typer.Option(DEFAULT_CONTEXT_TOKENS, "--max-tokens", min=1,
-                                   help="Token budget of the context (least relevant evidence goes first)."),
+    max_tokens: int = typer.Option(
+        DEFAULT_CONTEXT_TOKENS,
+        "--max-tokens",
+        min=1,
+        help="Token budget of the context (least relevant evidence goes first).",
+    ),
     context: ContextKind | None = CONTEXT,
     model: str = MODEL,
     embedding_model: str | None = EMBEDDING_MODEL,
@@ -208,12 +272,19 @@ def query(
     replay: Path | None = REPLAY,
 ) -> None:
     """Answer a question from the key paths and their passages (or, with --context-only, print the prompt)."""
-    params = retrieval_params(param, top_k=top_k, num_seeds=num_seeds, max_hops=max_hops, theta=theta,
-                              context=context.value if context else None)
+    params = retrieval_params(
+        param,
+        top_k=top_k,
+        num_seeds=num_seeds,
+        max_hops=max_hops,
+        theta=theta,
+        context=context.value if context else None,
+    )
     chat = None if replay else chat_model(model)
     if chat is None and not context_only:
-        raise CliError(f"answering needs a language model: {NO_KEY}, or add --context-only to print the "
-                       "prompt that would be sent")
+        raise CliError(
+            f"answering needs a language model: {NO_KEY}, or add --context-only to print the prompt that would be sent"
+        )
     llm = replay_llm(replay) or (language_model(chat) if chat else None)
     with opened(store, embedding_model=embedding_model, llm=llm) as idx:
         result = _retrieve(idx, question, llm is not None, params)
@@ -232,8 +303,12 @@ def query(
 def paths(
     question: str = typer.Argument(..., help="The question.", show_default=False),
     store: Path = STORE,
-    format: Format = typer.Option(Format.table, "--format", "-f",
-                                  help="table, json, mermaid (a Mermaid graph) or html (a self-contained picture)."),
+    format: Format = typer.Option(
+        Format.table,
+        "--format",
+        "-f",
+        help="table, json, mermaid (a Mermaid graph) or html (a self-contained picture).",
+    ),
     model: str = MODEL,
     embedding_model: str | None = EMBEDDING_MODEL,
     top_k: int | None = TOP_K,
@@ -245,8 +320,9 @@ def paths(
 ) -> None:
     """Show the key paths for a question, with scores and hop counts (no model needed)."""
     # this command shows the key paths themselves
-    params = retrieval_params([*(param or ()), "context=paths"], top_k=top_k, num_seeds=num_seeds,
-                              max_hops=max_hops, theta=theta)
+    params = retrieval_params(
+        [*(param or ()), "context=paths"], top_k=top_k, num_seeds=num_seeds, max_hops=max_hops, theta=theta
+    )
     llm = replay_llm(replay) or (language_model(chat) if (chat := chat_model(model)) else None)
     with opened(store, embedding_model=embedding_model, llm=llm) as idx:
         result = _retrieve(idx, question, llm is not None, params)
@@ -263,8 +339,9 @@ def paths(
 
 @app.command()
 def delete(
-    doc_ids: list[str] = typer.Argument(..., metavar="DOC_ID...", help="Document ids (see: pathrag stats).",
-                                        show_default=False),
+    doc_ids: list[str] = typer.Argument(
+        ..., metavar="DOC_ID...", help="Document ids (see: pathrag stats).", show_default=False
+    ),
     store: Path = STORE,
     model: str = MODEL,
     wait: float = WAIT,
@@ -275,22 +352,36 @@ def delete(
         missing = [d for d in dict.fromkeys(doc_ids) if d not in idx.documents]
         if missing:
             known = ", ".join(sorted(idx.documents)[:5]) or "none"
-            raise CliError(f"no document {', '.join(map(repr, missing))} in {store} (documents: {known}"
-                           f"{', …' if len(idx.documents) > 5 else ''})")
+            raise CliError(
+                f"no document {', '.join(map(repr, missing))} in {store} (documents: {known}"
+                f"{', …' if len(idx.documents) > 5 else ''})"
+            )
         summary = idx.delete(doc_ids)
         stats = idx.stats()
-    report(f"Deleted from {store}:", [
-        ("documents deleted", summary.documents), ("chunks released", summary.chunks),
-        ("entities removed", summary.entities_removed), ("entities updated", summary.entities_updated),
-        ("relations removed", summary.relations_removed), ("relations updated", summary.relations_updated),
-        ("store now holds", f"{stats['documents']:,} documents, {stats['entities']:,} entities, "
-                            f"{stats['relations']:,} relations"),
-    ])
+    report(
+        f"Deleted from {store}:",
+        [
+            ("documents deleted", summary.documents),
+            ("chunks released", summary.chunks),
+            ("entities removed", summary.entities_removed),
+            ("entities updated", summary.entities_updated),
+            ("relations removed", summary.relations_removed),
+            ("relations updated", summary.relations_updated),
+            (
+                "store now holds",
+                f"{stats['documents']:,} documents, {stats['entities']:,} entities, {stats['relations']:,} relations",
+            ),
+        ],
+    )
 
 
 @app.command()
-def stats(store: Path = STORE, check: bool = typer.Option(
-        False, "--check", help="Also check that documents, chunks, graph and vectors agree (exit 1 if not).")) -> None:
+def stats(
+    store: Path = STORE,
+    check: bool = typer.Option(
+        False, "--check", help="Also check that documents, chunks, graph and vectors agree (exit 1 if not)."
+    ),
+) -> None:
     """Count entities, relations, chunks and documents, and summarise node degrees."""
     meta = read_meta(store)
     with opened(store) as idx:
@@ -300,17 +391,25 @@ def stats(store: Path = STORE, check: bool = typer.Option(
         degree = {n: hood.degree for n, hood in idx.graph.neighborhoods(dict.fromkeys(names, 0)).items()}
         documents = {doc_id: len(doc.chunks) for doc_id, doc in sorted(idx.documents.items())}
     rows: list[tuple[str, Any]] = [
-        ("documents", counts["documents"]), ("chunks", counts["chunks"]), ("entities", counts["entities"]),
-        ("relations", counts["relations"]), ("embeddings", describe_embeddings(meta["embeddings"]) if meta else "?")]
+        ("documents", counts["documents"]),
+        ("chunks", counts["chunks"]),
+        ("entities", counts["entities"]),
+        ("relations", counts["relations"]),
+        ("embeddings", describe_embeddings(meta["embeddings"]) if meta else "?"),
+    ]
     if counts.get("imports"):  # documents made by `pathrag import` or the importers: records, not chunks
         rows[1:1] = [("imports", counts["imports"]), ("imported records", counts["records"])]
     if degree:
         values = sorted(degree.values())
         hubs = sorted(degree.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
-        rows += [("degree min / median / mean / max",
-                  f"{values[0]} / {statistics.median(values):g} / {statistics.fmean(values):.1f} / {values[-1]}"),
-                 ("isolated entities", sum(v == 0 for v in values)),
-                 ("hubs", ", ".join(f"{n} ({d})" for n, d in hubs))]
+        rows += [
+            (
+                "degree min / median / mean / max",
+                f"{values[0]} / {statistics.median(values):g} / {statistics.fmean(values):.1f} / {values[-1]}",
+            ),
+            ("isolated entities", sum(v == 0 for v in values)),
+            ("hubs", ", ".join(f"{n} ({d})" for n, d in hubs)),
+        ]
     report(f"Store {store}:", rows)
     if documents:
         report("Documents (id: chunks):", list(documents.items())[:50])
@@ -318,15 +417,22 @@ def stats(store: Path = STORE, check: bool = typer.Option(
             typer.echo(f"  … and {len(documents) - 50} more")
     if check:
         if problems:
-            raise CliError(f"the store {store} is inconsistent: {'; '.join(problems)} (rebuild it: index the "
-                           "documents into a new --store)")
+            raise CliError(
+                f"the store {store} is inconsistent: {'; '.join(problems)} (rebuild it: index the "
+                "documents into a new --store)"
+            )
         typer.echo("Check: documents, chunks, entities, relations and vectors agree.")
 
 
 @app.command()
 def demo(
-    store: Path | None = typer.Option(None, "--store", "-s", show_default=False,
-                                      help="Keep the demo index in this directory (then try `pathrag paths`)."),
+    store: Path | None = typer.Option(
+        None,
+        "--store",
+        "-s",
+        show_default=False,
+        help="Keep the demo index in this directory (then try `pathrag paths`).",
+    ),
     show_prompts: bool = typer.Option(True, "--prompts/--no-prompts", help="Print the exact prompt of each question."),
     model: str = MODEL,
 ) -> None:
@@ -340,12 +446,18 @@ def demo(
         if meta and meta.get("embeddings") != HASHING:
             raise CliError(f"the store {store} uses other embeddings than the demo's; choose another --store")
         write_meta(store, HASHING)
-    typer.echo(f"PathRAG demo: {len(docs)} fictional documents about the harbour town of Lowmarrow "
-               f"({words:,} words), indexed through the real pipeline with recorded extraction answers.")
-    typer.echo(f"Embeddings: {describe_embeddings(HASHING)}. Answers: "
-               + (f"{describe_chat_model(model)}." if chat else "none (set OPENAI_API_KEY to have a model answer)."))
-    typer.echo(f"Retrieval: {DEMO_PARAMS.num_seeds} seeds per question, θ = {DEMO_PARAMS.theta}, "
-               f"top {DEMO_PARAMS.top_k} paths, at most {DEMO_PARAMS.max_hops} hops.")
+    typer.echo(
+        f"PathRAG demo: {len(docs)} fictional documents about the harbour town of Lowmarrow "
+        f"({words:,} words), indexed through the real pipeline with recorded extraction answers."
+    )
+    typer.echo(
+        f"Embeddings: {describe_embeddings(HASHING)}. Answers: "
+        + (f"{describe_chat_model(model)}." if chat else "none (set OPENAI_API_KEY to have a model answer).")
+    )
+    typer.echo(
+        f"Retrieval: {DEMO_PARAMS.num_seeds} seeds per question, θ = {DEMO_PARAMS.theta}, "
+        f"top {DEMO_PARAMS.top_k} paths, at most {DEMO_PARAMS.max_hops} hops."
+    )
     if approximate_tokens():
         typer.echo("Token counts are approximate: tiktoken's encoding cannot be downloaded offline.")
     typer.echo("")
@@ -354,10 +466,12 @@ def demo(
     index, summary = open_demo_index(store)
     try:
         counts = index.stats()
-        typer.echo(f"Indexed {summary.documents} documents ({summary.chunks} chunks): {counts['entities']} entities, "
-                   f"{counts['relations']} relations from {summary.llm_calls} replayed LLM calls "
-                   f"({summary.tokens:,} tokens) "
-                   f"in {time.perf_counter() - started:.1f} s.\n")
+        typer.echo(
+            f"Indexed {summary.documents} documents ({summary.chunks} chunks): {counts['entities']} entities, "
+            f"{counts['relations']} relations from {summary.llm_calls} replayed LLM calls "
+            f"({summary.tokens:,} tokens) "
+            f"in {time.perf_counter() - started:.1f} s.\n"
+        )
         runs = []
         for number, question in enumerate(load_questions(), 1):
             runs.append(ask_demo_question(index, question, answer_llm=answer_llm))
@@ -365,13 +479,19 @@ def demo(
     finally:
         index.close()
     found = sum(q.rank_of(q.question.expected_path) is not None for q in runs)
-    typer.echo(f"Done in {time.perf_counter() - started:.1f} s: the reference path of {found} of "
-               f"{len(runs)} questions is among the key paths.")
+    typer.echo(
+        f"Done in {time.perf_counter() - started:.1f} s: the reference path of {found} of "
+        f"{len(runs)} questions is among the key paths."
+    )
     if store is not None:
-        typer.echo(f"The demo index is kept in {store}; try:\n  pathrag paths \"{runs[0].question.question}\" "
-                   f"--store {store} --num-seeds {DEMO_PARAMS.num_seeds} --theta {DEMO_PARAMS.theta} "
-                   "--format html > demo.html")
-    typer.echo("Next, your own documents (extraction needs OPENAI_API_KEY; retrieval does not):\n"
-               "  pathrag index ./my-docs --store ./my-store\n"
-               "  pathrag paths \"How is A connected to B?\" --store ./my-store --format html > paths.html\n"
-               "  pathrag query \"How is A connected to B?\" --store ./my-store")
+        typer.echo(
+            f'The demo index is kept in {store}; try:\n  pathrag paths "{runs[0].question.question}" '
+            f"--store {store} --num-seeds {DEMO_PARAMS.num_seeds} --theta {DEMO_PARAMS.theta} "
+            "--format html > demo.html"
+        )
+    typer.echo(
+        "Next, your own documents (extraction needs OPENAI_API_KEY; retrieval does not):\n"
+        "  pathrag index ./my-docs --store ./my-store\n"
+        '  pathrag paths "How is A connected to B?" --store ./my-store --format html > paths.html\n'
+        '  pathrag query "How is A connected to B?" --store ./my-store'
+    )

@@ -48,8 +48,14 @@ def fail(message: str) -> None:
 class CliGroup(TyperGroup):
     """Every failure becomes one ``error:`` line and a non-zero exit; ``--debug`` (anywhere) adds the traceback."""
 
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
-             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,  # type: ignore[override]
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
         end = argv.index("--") if "--" in argv else len(argv)
         debug = "--debug" in argv[:end]

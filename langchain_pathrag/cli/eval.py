@@ -51,35 +51,67 @@ def register(app: typer.Typer) -> None:
     def eval_command(
         store: Path = STORE,
         run_dir: Path = typer.Option(
-            Path("pathrag-eval"), "--run-dir", "-o",
+            Path("pathrag-eval"),
+            "--run-dir",
+            "-o",
             help="Folder of the run: journal of every model answer, questions, answers, verdicts, results.json "
-            "and report.html. Run the same command again to resume: only what is missing is paid for."),
+            "and report.html. Run the same command again to resume: only what is missing is paid for.",
+        ),
         questions_file: Path | None = typer.Option(
-            None, "--questions-file", "-q", exists=True, dir_okay=False, show_default=False,
+            None,
+            "--questions-file",
+            "-q",
+            exists=True,
+            dir_okay=False,
+            show_default=False,
             help="Use these questions instead of generating them: a questions.jsonl of an earlier run, or "
-            "plain text with one question per line."),
-        num_questions: int = typer.Option(25, "--questions", "-n", min=1,
-                                          help="How many questions to generate (ignored with --questions-file, "
-                                          "or when the run folder already holds questions)."),
+            "plain text with one question per line.",
+        ),
+        num_questions: int = typer.Option(
+            25,
+            "--questions",
+            "-n",
+            min=1,
+            help="How many questions to generate (ignored with --questions-file, "
+            "or when the run folder already holds questions).",
+        ),
         users: int = typer.Option(5, "--users", min=1, help="Imagined users the questions are written for."),
         tasks: int = typer.Option(5, "--tasks", min=1, help="Tasks per user; each (user, task) gets its share."),
         configs: list[str] | None = typer.Option(
-            None, "--config", "-c", show_default=False,
+            None,
+            "--config",
+            "-c",
+            show_default=False,
             help=f"A configuration to compare; repeat the option for several (default: "
-            f"{', '.join(DEFAULT_CONFIGURATIONS)}). The first is compared with each other one. Known: {known}."),
-        all_pairs: bool = typer.Option(False, "--all-pairs", help="Compare every pair of configurations, not "
-                                       "only the first with each other one."),
+            f"{', '.join(DEFAULT_CONFIGURATIONS)}). The first is compared with each other one. Known: {known}.",
+        ),
+        all_pairs: bool = typer.Option(
+            False, "--all-pairs", help="Compare every pair of configurations, not only the first with each other one."
+        ),
         model: str = MODEL,
         judge_model: str | None = typer.Option(
-            None, "--judge-model", "-j", envvar="PATHRAG_JUDGE_MODEL", show_default=False,
-            help="Chat model that writes the questions and judges the answers (default: --model)."),
-        offline: bool = typer.Option(False, "--offline", help="Use a free, deterministic stand-in for every model "
-                                     "(no key needed): checks the setup and measures prompt sizes; its questions, "
-                                     "answers and verdicts mean nothing."),
+            None,
+            "--judge-model",
+            "-j",
+            envvar="PATHRAG_JUDGE_MODEL",
+            show_default=False,
+            help="Chat model that writes the questions and judges the answers (default: --model).",
+        ),
+        offline: bool = typer.Option(
+            False,
+            "--offline",
+            help="Use a free, deterministic stand-in for every model "
+            "(no key needed): checks the setup and measures prompt sizes; its questions, "
+            "answers and verdicts mean nothing.",
+        ),
         embedding_model: str | None = EMBEDDING_MODEL,
-        max_tokens: int = typer.Option(DEFAULT_MAX_TOKENS, "--max-tokens", min=1,
-                                       help="Token budget of every configuration's context: all are compared at "
-                                       "the same size (query's --max-tokens)."),
+        max_tokens: int = typer.Option(
+            DEFAULT_MAX_TOKENS,
+            "--max-tokens",
+            min=1,
+            help="Token budget of every configuration's context: all are compared at "
+            "the same size (query's --max-tokens).",
+        ),
         top_k: int | None = TOP_K,
         num_seeds: int | None = NUM_SEEDS,
         max_hops: int | None = MAX_HOPS,
@@ -87,12 +119,20 @@ def register(app: typer.Typer) -> None:
         param: list[str] | None = PARAM,
         concurrency: int = typer.Option(4, "--concurrency", min=1, help="Model calls in flight at once."),
         price: str | None = typer.Option(
-            None, "--price", show_default=False, metavar="PROMPT,ANSWER",
+            None,
+            "--price",
+            show_default=False,
+            metavar="PROMPT,ANSWER",
             help="Price of the answer model per million prompt and answer tokens, e.g. 0.15,0.60: "
-            "adds costs to the progress bar and the results."),
+            "adds costs to the progress bar and the results.",
+        ),
         judge_price: str | None = typer.Option(
-            None, "--judge-price", show_default=False, metavar="PROMPT,ANSWER",
-            help="Price of the judge model per million tokens (default: --price when the judge is the same model)."),
+            None,
+            "--judge-price",
+            show_default=False,
+            metavar="PROMPT,ANSWER",
+            help="Price of the judge model per million tokens (default: --price when the judge is the same model).",
+        ),
         worst: int = typer.Option(5, "--worst", min=0, help="Worst-losing questions per pair shown in the report."),
     ) -> None:
         """Compare retrieval configurations the papers' way: LLM-judged win rates on generated questions.
@@ -116,8 +156,10 @@ def register(app: typer.Typer) -> None:
         else:
             chat = chat_model(model)
             if chat is None:
-                raise CliError(f"evaluating needs a language model: {NO_KEY}, or add --offline to try "
-                                   "the run with a free stand-in model")
+                raise CliError(
+                    f"evaluating needs a language model: {NO_KEY}, or add --offline to try "
+                    "the run with a free stand-in model"
+                )
             answer_llm = language_model(chat)
             judge_chat = chat_model(judge_model) if judge_model and judge_model != model else None
             judge_llm = language_model(judge_chat) if judge_chat is not None else answer_llm
@@ -131,24 +173,46 @@ def register(app: typer.Typer) -> None:
             if idx.stats()["chunks"] == 0 and questions is None:
                 raise CliError(f"the store {store} holds no documents to write questions about")
             try:
-                report = run_sync(aevaluate(
-                    idx, run_dir, llm=answer_llm, judge_llm=judge_llm, configurations=names, params=params,
-                    max_tokens=max_tokens, questions=questions, num_questions=num_questions, users=users,
-                    tasks=tasks, all_pairs=all_pairs,
-                    max_concurrency=concurrency, prices=prices, show_progress=True, worst=worst))
+                report = run_sync(
+                    aevaluate(
+                        idx,
+                        run_dir,
+                        llm=answer_llm,
+                        judge_llm=judge_llm,
+                        configurations=names,
+                        params=params,
+                        max_tokens=max_tokens,
+                        questions=questions,
+                        num_questions=num_questions,
+                        users=users,
+                        tasks=tasks,
+                        all_pairs=all_pairs,
+                        max_concurrency=concurrency,
+                        prices=prices,
+                        show_progress=True,
+                        worst=worst,
+                    )
+                )
             except KeyboardInterrupt:
-                raise CliError(f"interrupted: every model answer so far is journalled in {run_dir}; run the "
-                                   "same command again to resume", code=130) from None
+                raise CliError(
+                    f"interrupted: every model answer so far is journalled in {run_dir}; run the "
+                    "same command again to resume",
+                    code=130,
+                ) from None
             except ValueError as exc:  # unknown configuration names, bad settings
                 raise CliError(str(exc), code=2) from exc
             except EvaluationError as exc:
                 raise CliError(str(exc)) from exc
         print_report(report, priced=bool(prices), approximate=approximate_tokens())
-        typer.echo(f"Done in {time.perf_counter() - started:.1f} s. Results: {run_dir / 'results.json'}; "
-                   f"report: {run_dir / 'report.html'}; questions: {run_dir / 'questions.jsonl'}.")
+        typer.echo(
+            f"Done in {time.perf_counter() - started:.1f} s. Results: {run_dir / 'results.json'}; "
+            f"report: {run_dir / 'report.html'}; questions: {run_dir / 'questions.jsonl'}."
+        )
         if offline:
-            typer.echo("These were the offline stand-in model's answers and verdicts: they say nothing about "
-                       "quality. Drop --offline to evaluate with a real model.")
+            typer.echo(
+                "These were the offline stand-in model's answers and verdicts: they say nothing about "
+                "quality. Drop --offline to evaluate with a real model."
+            )
 
 
 def _prices(pricing: Any, price: str | None, judge_price: str | None, *, same_judge: bool) -> dict[str, Any]:
@@ -166,8 +230,9 @@ def _rate(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.0f}%"
 
 
-def print_report(report: EvalReport, *, priced: bool = False, approximate: bool = False,
-                 console: Console | None = None) -> None:
+def print_report(
+    report: EvalReport, *, priced: bool = False, approximate: bool = False, console: Console | None = None
+) -> None:
     """The final tables: configurations (tokens, latency, cost), win rates per pair, model use."""
     from pathrag.evaluation import DIMENSIONS
 
@@ -175,27 +240,69 @@ def print_report(report: EvalReport, *, priced: bool = False, approximate: bool 
         console = Console(highlight=False)
         console = Console(highlight=False, width=max(console.width, 120))
     note = " (approximate)" if approximate else ""
-    table = Table("configuration", "answered", "failed", "context tok", "prompt tok", "answer tok",
-                  "retrieval LLM tok", "latency s", *(["cost"] if priced else []),
-                  title=f"Configurations: means per question{note}")
+    table = Table(
+        "configuration",
+        "answered",
+        "failed",
+        "context tok",
+        "prompt tok",
+        "answer tok",
+        "retrieval LLM tok",
+        "latency s",
+        *(["cost"] if priced else []),
+        title=f"Configurations: means per question{note}",
+    )
     for c in report.configurations:
-        table.add_row(c.name, str(c.answered), str(c.failed), f"{c.mean_context_tokens:,.0f}",
-                      f"{c.mean_prompt_tokens:,.0f}", f"{c.mean_answer_tokens:,.0f}", f"{c.mean_retrieval_tokens:,.0f}",
-                      f"{c.mean_latency_s:.2f}", *([f"{c.cost:.4f}"] if priced else []))
+        table.add_row(
+            c.name,
+            str(c.answered),
+            str(c.failed),
+            f"{c.mean_context_tokens:,.0f}",
+            f"{c.mean_prompt_tokens:,.0f}",
+            f"{c.mean_answer_tokens:,.0f}",
+            f"{c.mean_retrieval_tokens:,.0f}",
+            f"{c.mean_latency_s:.2f}",
+            *([f"{c.cost:.4f}"] if priced else []),
+        )
     console.print(table)
     for pair in report.pairs:
-        table = Table("dimension", f"{pair.a} wins", f"{pair.b} wins", f"{pair.a} win rate", "orders disagree",
-                      title=f"{pair.a} vs {pair.b}: {len(report.questions)} questions × 2 orders = "
-                      f"{pair.judgements} judgements, {pair.invalid} invalid, {pair.missing} not judged")
+        table = Table(
+            "dimension",
+            f"{pair.a} wins",
+            f"{pair.b} wins",
+            f"{pair.a} win rate",
+            "orders disagree",
+            title=f"{pair.a} vs {pair.b}: {len(report.questions)} questions × 2 orders = "
+            f"{pair.judgements} judgements, {pair.invalid} invalid, {pair.missing} not judged",
+        )
         for dimension in DIMENSIONS:
             t = pair.dimensions[dimension]
-            table.add_row(dimension, str(t.wins_a), str(t.wins_b), _rate(t.win_rate_a),
-                          f"{_rate(t.disagreement_rate)} of {t.both_orders}")
+            table.add_row(
+                dimension,
+                str(t.wins_a),
+                str(t.wins_b),
+                _rate(t.win_rate_a),
+                f"{_rate(t.disagreement_rate)} of {t.both_orders}",
+            )
         console.print(table)
-    table = Table("model use", "calls made", "reused", "failed", "prompt tok", "answer tok",
-                  *(["cost", "cost this run"] if priced else []),
-                  title=f"Model calls{note} (reused: from the run's journal, or the same prompt asked twice)")
+    table = Table(
+        "model use",
+        "calls made",
+        "reused",
+        "failed",
+        "prompt tok",
+        "answer tok",
+        *(["cost", "cost this run"] if priced else []),
+        title=f"Model calls{note} (reused: from the run's journal, or the same prompt asked twice)",
+    )
     for role, u in report.usage.items():
-        table.add_row(role, str(u.calls), str(u.reused), str(u.failed), f"{u.prompt_tokens:,}", f"{u.answer_tokens:,}",
-                      *([f"{u.cost:.4f}", f"{u.new_cost:.4f}"] if priced else []))
+        table.add_row(
+            role,
+            str(u.calls),
+            str(u.reused),
+            str(u.failed),
+            f"{u.prompt_tokens:,}",
+            f"{u.answer_tokens:,}",
+            *([f"{u.cost:.4f}", f"{u.new_cost:.4f}"] if priced else []),
+        )
     console.print(table)

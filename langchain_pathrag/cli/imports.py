@@ -94,8 +94,11 @@ def _node(value: Any) -> _Node | None:
         return None
     kind = value.get("type")
     properties = value.get("properties")
-    return _Node(str(node_id), kind if isinstance(kind, str) and kind.strip() else "Node",
-                 properties if isinstance(properties, dict) else {})
+    return _Node(
+        str(node_id),
+        kind if isinstance(kind, str) and kind.strip() else "Node",
+        properties if isinstance(properties, dict) else {},
+    )
 
 
 def _relationship(value: Any) -> _Relationship | None:
@@ -150,14 +153,16 @@ def read_graph_documents(path: Path) -> tuple[list[GraphDocumentLine], int]:
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{where} is not JSON ({exc.msg} at column {exc.colno}): expected one graph "
-                             "document per line") from exc
+            raise ValueError(
+                f"{where} is not JSON ({exc.msg} at column {exc.colno}): expected one graph document per line"
+            ) from exc
         if not isinstance(data, dict) or not ({"nodes", "relationships"} & data.keys()):
-            raise ValueError(f"{where} is not a graph document: expected an object with \"nodes\" and "
-                             "\"relationships\" lists")
+            raise ValueError(
+                f'{where} is not a graph document: expected an object with "nodes" and "relationships" lists'
+            )
         raw_nodes, raw_relationships = data.get("nodes", []), data.get("relationships", [])
         if not isinstance(raw_nodes, list) or not isinstance(raw_relationships, list):
-            raise ValueError(f"{where}: \"nodes\" and \"relationships\" must be lists")
+            raise ValueError(f'{where}: "nodes" and "relationships" must be lists')
         nodes = [n for n in map(_node, raw_nodes) if n is not None]
         relationships = [r for r in map(_relationship, raw_relationships) if r is not None]
         skipped += len(raw_nodes) - len(nodes) + len(raw_relationships) - len(relationships)
@@ -197,9 +202,17 @@ class _CountedEmbedder:
 def _progress(index: PathRAGIndex, label: str) -> Iterator[None]:
     """A bar on stderr while the import runs (only on a terminal: piped output stays clean)."""
     console = Console(stderr=True)
-    progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("texts embedded"), TimeElapsedColumn(), console=console, transient=True,
-                        disable=not console.is_terminal)
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("texts embedded"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
     task = progress.add_task(label, total=None)
     wrapped = {name: vi for name, vi in index.vector_indexes.items() if hasattr(vi, "embedder")}
     originals = {name: vi.embedder for name, vi in wrapped.items()}  # type: ignore[attr-defined]
@@ -222,28 +235,50 @@ def _plural(count: int, word: str, plural: str | None = None) -> str:
 
 def register(app: typer.Typer) -> None:
     """Add ``pathrag import lightrag | openie | graph-documents`` to ``app`` (the ``pathrag`` command line)."""
-    group = typer.Typer(help="Bring a knowledge graph built by another tool into a store (no LLM call, no key).",
-                        no_args_is_help=True)
-    store_option = typer.Option(..., "--store", "-s", show_default=False,
-                                help="The store to import into (created if needed; an existing one keeps "
-                                     "its documents and embeddings).")
+    group = typer.Typer(
+        help="Bring a knowledge graph built by another tool into a store (no LLM call, no key).", no_args_is_help=True
+    )
+    store_option = typer.Option(
+        ...,
+        "--store",
+        "-s",
+        show_default=False,
+        help="The store to import into (created if needed; an existing one keeps its documents and embeddings).",
+    )
     embedding_option = typer.Option(
-        None, "--embedding-model", "-e", envvar="PATHRAG_EMBEDDING_MODEL", show_default=False,
+        None,
+        "--embedding-model",
+        "-e",
+        envvar="PATHRAG_EMBEDDING_MODEL",
+        show_default=False,
         help="Embeddings of a new store: 'hashing' (offline, the default), a model of the OpenAI-compatible "
-             "endpoint (needs OPENAI_API_KEY) or PROVIDER:MODEL for LangChain's init_embeddings. An existing "
-             "store keeps its own.")
-    id_option = typer.Option(None, "--id", show_default=False,
-                             help="Document id of the import (default import:<kind>:<name>); importing "
-                                  "again under it replaces the previous import.")
+        "endpoint (needs OPENAI_API_KEY) or PROVIDER:MODEL for LangChain's init_embeddings. An existing "
+        "store keeps its own.",
+    )
+    id_option = typer.Option(
+        None,
+        "--id",
+        show_default=False,
+        help="Document id of the import (default import:<kind>:<name>); importing "
+        "again under it replaces the previous import.",
+    )
 
-    def run_import(kind: str, source: Path, store: Path, embedding_model: str | None,
-                   work: Callable[[PathRAGIndex], ImportSummary], wait: float = 0.0) -> None:
+    def run_import(
+        kind: str,
+        source: Path,
+        store: Path,
+        embedding_model: str | None,
+        work: Callable[[PathRAGIndex], ImportSummary],
+        wait: float = 0.0,
+    ) -> None:
         """Open or create the store, run ``work`` under a progress bar, print the summary line."""
         meta = read_meta(store)
         spec = HASHING if embedding_model is None else embedding_spec(embedding_model)
         if meta and embedding_model is not None and meta.get("embeddings") != spec:
-            raise CliError(f"the store {store} was built with the embeddings {describe_embeddings(meta['embeddings'])}, "
-                               f"not {describe_embeddings(spec)}; use another --store to switch")
+            raise CliError(
+                f"the store {store} was built with the embeddings {describe_embeddings(meta['embeddings'])}, "
+                f"not {describe_embeddings(spec)}; use another --store to switch"
+            )
         new_dir = not store.exists()
         if meta is None:  # a new store: record its embeddings, as `pathrag index` does
             write_meta(store, spec)
@@ -266,15 +301,19 @@ def register(app: typer.Typer) -> None:
                     (store / name).unlink(missing_ok=True)
                 if new_dir:
                     shutil.rmtree(store, ignore_errors=True)
-        typer.echo(f"Imported {kind} {source} into {store}: {_plural(summary.entities, 'entity', 'entities')}, "
-                   f"{_plural(summary.relations, 'relation')}, {_plural(summary.chunks, 'chunk')} "
-                   f"({_plural(summary.documents, 'source document')}); "
-                   f"{_plural(summary.merged, 'merged name')}, {_plural(summary.skipped, 'skipped record')}, "
-                   f"{_plural(summary.vectors_reused, 'vector')} reused; no LLM call.")
-        typer.echo(f"The store now holds {_plural(counts['documents'], 'document')} "
-                   f"({_plural(counts.get('imports', 0), 'import')}), {_plural(counts['chunks'], 'chunk')}, "
-                   f"{_plural(counts['entities'], 'entity', 'entities')}, {_plural(counts['relations'], 'relation')}. Next: "
-                   f"pathrag paths \"How is A connected to B?\" --store {store}")
+        typer.echo(
+            f"Imported {kind} {source} into {store}: {_plural(summary.entities, 'entity', 'entities')}, "
+            f"{_plural(summary.relations, 'relation')}, {_plural(summary.chunks, 'chunk')} "
+            f"({_plural(summary.documents, 'source document')}); "
+            f"{_plural(summary.merged, 'merged name')}, {_plural(summary.skipped, 'skipped record')}, "
+            f"{_plural(summary.vectors_reused, 'vector')} reused; no LLM call."
+        )
+        typer.echo(
+            f"The store now holds {_plural(counts['documents'], 'document')} "
+            f"({_plural(counts.get('imports', 0), 'import')}), {_plural(counts['chunks'], 'chunk')}, "
+            f"{_plural(counts['entities'], 'entity', 'entities')}, {_plural(counts['relations'], 'relation')}. Next: "
+            f'pathrag paths "How is A connected to B?" --store {store}'
+        )
 
     def existing(path: Path, directory: bool = False) -> Path:
         if not path.exists():
@@ -285,26 +324,41 @@ def register(app: typer.Typer) -> None:
 
     @group.command("lightrag")
     def lightrag(
-        directory: Path = typer.Argument(..., help="A LightRAG or PathRAG working directory "
-                                         "(graph_chunk_entity_relation.graphml, kv_store_*.json, vdb_*.json).",
-                                         show_default=False),
+        directory: Path = typer.Argument(
+            ...,
+            help="A LightRAG or PathRAG working directory "
+            "(graph_chunk_entity_relation.graphml, kv_store_*.json, vdb_*.json).",
+            show_default=False,
+        ),
         store: Path = store_option,
-        reuse_vectors: bool = typer.Option(False, "--reuse-vectors", help="Take the vectors of the directory's "
-                                           "vdb_*.json instead of embedding again (same embedding model needed)."),
+        reuse_vectors: bool = typer.Option(
+            False,
+            "--reuse-vectors",
+            help="Take the vectors of the directory's "
+            "vdb_*.json instead of embedding again (same embedding model needed).",
+        ),
         embedding_model: str | None = embedding_option,
         document_id: str | None = id_option,
         wait: float = WAIT,
     ) -> None:
         """Import a LightRAG / PathRAG working directory: its graph, chunks and (optionally) vectors."""
         existing(directory, directory=True)
-        run_import("LightRAG", directory, store, embedding_model,
-                   lambda index: import_lightrag(directory, index, reuse_vectors=reuse_vectors,
-                                                 document_id=document_id), wait)
+        run_import(
+            "LightRAG",
+            directory,
+            store,
+            embedding_model,
+            lambda index: import_lightrag(directory, index, reuse_vectors=reuse_vectors, document_id=document_id),
+            wait,
+        )
 
     @group.command("openie")
     def openie(
-        file: Path = typer.Argument(..., help="HippoRAG OpenIE results: {\"docs\": [{\"passage\", "
-                                    "\"extracted_entities\", \"extracted_triples\"}, ...]}.", show_default=False),
+        file: Path = typer.Argument(
+            ...,
+            help='HippoRAG OpenIE results: {"docs": [{"passage", "extracted_entities", "extracted_triples"}, ...]}.',
+            show_default=False,
+        ),
         store: Path = store_option,
         embedding_model: str | None = embedding_option,
         document_id: str | None = id_option,
@@ -318,16 +372,24 @@ def register(app: typer.Typer) -> None:
             raise CliError(one_line(f"cannot read {file}: {exc}")) from exc
         docs = data.get("docs") if isinstance(data, dict) else data
         if not isinstance(docs, list):
-            raise CliError(f"{file} is not OpenIE output: expected a list of passages or an object with a "
-                               "\"docs\" list")
-        run_import("OpenIE", file, store, embedding_model,
-                   lambda index: import_openie(docs, index, document_id=document_id or f"import:openie:{file.stem}"), wait)
+            raise CliError(f'{file} is not OpenIE output: expected a list of passages or an object with a "docs" list')
+        run_import(
+            "OpenIE",
+            file,
+            store,
+            embedding_model,
+            lambda index: import_openie(docs, index, document_id=document_id or f"import:openie:{file.stem}"),
+            wait,
+        )
 
     @group.command("graph-documents")
     def graph_documents(
-        file: Path = typer.Argument(..., help="JSON lines, one LangChain graph document each: {\"nodes\": [...], "
-                                    "\"relationships\": [...], \"source\": {\"page_content\": ...}}.",
-                                    show_default=False),
+        file: Path = typer.Argument(
+            ...,
+            help='JSON lines, one LangChain graph document each: {"nodes": [...], '
+            '"relationships": [...], "source": {"page_content": ...}}.',
+            show_default=False,
+        ),
         store: Path = store_option,
         embedding_model: str | None = embedding_option,
         document_id: str | None = id_option,
@@ -341,8 +403,9 @@ def register(app: typer.Typer) -> None:
             raise CliError(one_line(str(exc))) from exc
 
         def work(index: PathRAGIndex) -> ImportSummary:
-            summary = import_graph_documents(documents, index,
-                                             document_id=document_id or f"import:graph-documents:{file.stem}")
+            summary = import_graph_documents(
+                documents, index, document_id=document_id or f"import:graph-documents:{file.stem}"
+            )
             summary.skipped += skipped  # records the line reader could not use
             return summary
 

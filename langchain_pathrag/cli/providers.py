@@ -35,9 +35,21 @@ if TYPE_CHECKING:
     import pathrag
 
 __all__ = [
-    "DEFAULT_EMBEDDING_MODEL", "DEFAULT_MODEL", "HASHING", "NO_KEY", "OPENAI", "ModelSpec", "chat_model",
-    "describe_chat_model", "describe_embeddings", "embedder", "embedding_spec", "has_key", "language_model",
-    "parse_model_spec", "replay_llm",
+    "DEFAULT_EMBEDDING_MODEL",
+    "DEFAULT_MODEL",
+    "HASHING",
+    "NO_KEY",
+    "OPENAI",
+    "ModelSpec",
+    "chat_model",
+    "describe_chat_model",
+    "describe_embeddings",
+    "embedder",
+    "embedding_spec",
+    "has_key",
+    "language_model",
+    "parse_model_spec",
+    "replay_llm",
 ]
 
 HASHING = "hashing-256"  # the offline embeddings: pathrag.HashingEmbedder(256)
@@ -69,7 +81,9 @@ def known_providers(kind: str = "chat") -> frozenset[str]:
     """The providers LangChain's ``init_chat_model`` (``kind="chat"``) or ``init_embeddings``
     (``kind="embeddings"``) knows; only ``openai`` without the ``langchain`` package."""
     try:
-        module = importlib.import_module("langchain.chat_models.base" if kind == "chat" else "langchain.embeddings.base")
+        module = importlib.import_module(
+            "langchain.chat_models.base" if kind == "chat" else "langchain.embeddings.base"
+        )
     except ImportError:
         return frozenset({OPENAI})
     # LangChain's registry of provider name -> integration package (a module attribute of both factories)
@@ -94,8 +108,11 @@ def parse_model_spec(spec: str, *, option: str = "--model", kind: str = "chat") 
     if prefix == "ft" or os.environ.get("OPENAI_BASE_URL", "").strip():
         return ModelSpec(OPENAI, text)  # an OpenAI fine-tune, or a name like llama3.1:8b of the endpoint
     hint = "" if len(known) > 1 else "; other providers need the langchain package: pip install langchain"
-    raise CliError(f"unknown model provider {prefix!r} in {option} {text!r} (known: {', '.join(sorted(known))}{hint}); "
-                   f"a model of the OpenAI-compatible endpoint whose name has a colon: {OPENAI}:{text}", code=2)
+    raise CliError(
+        f"unknown model provider {prefix!r} in {option} {text!r} (known: {', '.join(sorted(known))}{hint}); "
+        f"a model of the OpenAI-compatible endpoint whose name has a colon: {OPENAI}:{text}",
+        code=2,
+    )
 
 
 def _package_of(exc: ImportError, provider: str) -> str:
@@ -129,8 +146,9 @@ def chat_model(model: str) -> BaseChatModel | None:
         from langchain_openai import ChatOpenAI
 
         return ChatOpenAI(model=spec.name)
-    return _make(lambda: init_chat_model(spec.name, model_provider=spec.provider),
-                 "chat model", "--model", model, spec.provider)
+    return _make(
+        lambda: init_chat_model(spec.name, model_provider=spec.provider), "chat model", "--model", model, spec.provider
+    )
 
 
 def describe_chat_model(model: str) -> str:
@@ -187,8 +205,10 @@ def embedder(spec: str, store: Path) -> pathrag.Embedder:
         return HashingEmbedder(dimensions)
     provider = _provider_of(spec)
     if provider is None:
-        raise CliError(f"the store {store} was built with the embeddings {spec!r}, which the command line cannot "
-                       "make; open it from Python with the same embedder")
+        raise CliError(
+            f"the store {store} was built with the embeddings {spec!r}, which the command line cannot "
+            "make; open it from Python with the same embedder"
+        )
     name = spec.partition(":")[2]
     if provider == OPENAI and not has_key():
         raise CliError(f"the store {store} uses the embedding model {name!r}: {NO_KEY}")

@@ -24,8 +24,29 @@ SUFFIXES = TEXT_SUFFIXES | HTML_SUFFIXES | {".pdf"}
 class _HTMLText(HTMLParser):
     """Visible text of an HTML page, one line per block element; scripts and styles dropped."""
 
-    BLOCKS = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "article",
-              "header", "footer", "blockquote", "pre", "table", "ul", "ol", "title"}
+    BLOCKS = {
+        "p",
+        "div",
+        "br",
+        "li",
+        "tr",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "section",
+        "article",
+        "header",
+        "footer",
+        "blockquote",
+        "pre",
+        "table",
+        "ul",
+        "ol",
+        "title",
+    }
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -96,8 +117,9 @@ def collect_files(paths: Sequence[Path], skipped: list[str] | None = None) -> li
             raise CliError(f"unsupported file type: {arg} (supported: {', '.join(sorted(SUFFIXES))})")
         for doc_id, path in files:
             if doc_id in found and found[doc_id].resolve() != path.resolve():
-                raise CliError(f"{found[doc_id]} and {path} would both get the document id {doc_id!r}; "
-                               "index them in separate runs")
+                raise CliError(
+                    f"{found[doc_id]} and {path} would both get the document id {doc_id!r}; index them in separate runs"
+                )
             found[doc_id] = path
     if skipped is None:
         for note in notes:
@@ -127,8 +149,9 @@ def read_documents(paths: Sequence[Path]) -> list[Document]:
 
     from langchain_pathrag.indexer import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 
-    splitter = RecursiveCharacterTextSplitter(chunk_size=DEFAULT_CHUNK_SIZE, chunk_overlap=DEFAULT_CHUNK_OVERLAP,
-                                              length_function=count_tokens)
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=DEFAULT_CHUNK_SIZE, chunk_overlap=DEFAULT_CHUNK_OVERLAP, length_function=count_tokens
+    )
     docs: list[Document] = []
     skipped: list[str] = []
     for doc_id, path in collect_files(paths, skipped):

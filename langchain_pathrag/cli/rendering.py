@@ -21,8 +21,19 @@ from pathrag.demo import QuestionRun
 from pathrag.tokens import approximate_token_count, count_tokens, default_token_counter
 
 __all__ = [
-    "Subgraph", "approximate_tokens", "arrow", "as_json", "hop_summary", "out", "print_paths", "print_question",
-    "report", "subgraph", "to_html", "to_mermaid", "token_note",
+    "Subgraph",
+    "approximate_tokens",
+    "arrow",
+    "as_json",
+    "hop_summary",
+    "out",
+    "print_paths",
+    "print_question",
+    "report",
+    "subgraph",
+    "to_html",
+    "to_mermaid",
+    "token_note",
 ]
 
 out = Console(soft_wrap=True, highlight=False)
@@ -70,11 +81,15 @@ def print_question(number: int, done: QuestionRun, show_prompt: bool) -> None:
     for rank, item in enumerate(result.paths, 1):
         typer.echo(f"  {rank}. score {item.score:.4f}  {item.hops} hop{'s' * (item.hops != 1)}  {arrow(item.nodes)}")
     found = done.rank_of(question.expected_path)
-    typer.echo(f"Reference path: {arrow(question.expected_path)} — "
-               + (f"key path {found}" if found else "not among the key paths"))
+    typer.echo(
+        f"Reference path: {arrow(question.expected_path)} — "
+        + (f"key path {found}" if found else "not among the key paths")
+    )
     typer.echo(f"Hops: {hop_summary(result)}")
-    typer.echo(f"Context: {done.context.tokens:,} tokens, {len(done.context.paths)} paths "
-               "(least reliable first, most reliable last)")
+    typer.echo(
+        f"Context: {done.context.tokens:,} tokens, {len(done.context.paths)} paths "
+        "(least reliable first, most reliable last)"
+    )
     if show_prompt:
         head = f"── exact prompt ({count_tokens(done.prompt):,} tokens) "
         typer.echo(head + "─" * max(0, 78 - len(head)))
@@ -105,10 +120,12 @@ def print_paths(result: RetrievalResult) -> None:
 
 def as_json(result: RetrievalResult) -> dict[str, Any]:
     """The retrieval result as JSON-ready data (``pathrag paths --format json``)."""
-    return {"query": result.query,
-            "keywords": {"high_level": list(result.keywords.high_level), "low_level": list(result.keywords.low_level)},
-            "seeds": result.seeds,
-            "items": [{"id": item.id, **item.metadata(), "text": item.text} for item in result.items]}
+    return {
+        "query": result.query,
+        "keywords": {"high_level": list(result.keywords.high_level), "low_level": list(result.keywords.low_level)},
+        "seeds": result.seeds,
+        "items": [{"id": item.id, **item.metadata(), "text": item.text} for item in result.items],
+    }
 
 
 Subgraph = tuple[dict[str, pathrag.Entity | None], dict[tuple[str, str], pathrag.Relation | None], list[str]]
@@ -117,11 +134,15 @@ Subgraph = tuple[dict[str, pathrag.Entity | None], dict[tuple[str, str], pathrag
 def subgraph(index: PathRAGIndex, result: RetrievalResult) -> Subgraph:
     """The retrieved entities (first-seen order), the relations along the paths, and the seeds among them."""
     names = list(dict.fromkeys(n for item in result.items for n in item.nodes))
-    pairs = list(dict.fromkeys((min(a, b), max(a, b)) for item in result.paths
-                               for a, b in zip(item.nodes, item.nodes[1:])))
+    pairs = list(
+        dict.fromkeys((min(a, b), max(a, b)) for item in result.paths for a, b in zip(item.nodes, item.nodes[1:]))
+    )
     entities, relations = index.graph.get_entities(names), index.graph.get_relations(pairs)
-    return ({n: entities.get(n) for n in names}, {p: relations.get(p) for p in pairs},  # type: ignore[misc]
-            [s for s in result.seeds if s in names])
+    return (
+        {n: entities.get(n) for n in names},
+        {p: relations.get(p) for p in pairs},  # type: ignore[misc]
+        [s for s in result.seeds if s in names],
+    )
 
 
 def _edge_ends(pair: tuple[str, str], relation: pathrag.Relation | None) -> tuple[str, str]:
@@ -166,8 +187,9 @@ svg{border:1px solid #d9e2ec;border-radius:8px;max-width:100%;height:auto;backgr
 .score{font-variant-numeric:tabular-nums}"""
 
 
-def _layout(entities: dict[str, Any], relations: dict[tuple[str, str], Any]
-            ) -> tuple[dict[str, tuple[float, float]], int, int]:
+def _layout(
+    entities: dict[str, Any], relations: dict[tuple[str, str], Any]
+) -> tuple[dict[str, tuple[float, float]], int, int]:
     """Deterministic positions: each connected part gets a spring layout stretched over its own band,
     the largest part on top; returns the positions and the picture's size."""
     import networkx as nx
@@ -187,25 +209,32 @@ def _layout(entities: dict[str, Any], relations: dict[tuple[str, str], Any]
         xs, ys = [float(p[0]) for p in raw.values()], [float(p[1]) for p in raw.values()]
 
         def stretch(value: float, low: float, high: float, start: float, size: float, pad: float) -> float:
-            return start + size / 2 if high - low < 1e-9 else start + pad + (value - low) / (high - low) * (size - 2 * pad)
+            return (
+                start + size / 2 if high - low < 1e-9 else start + pad + (value - low) / (high - low) * (size - 2 * pad)
+            )
 
         for name, (x, y) in raw.items():
-            pos[name] = (stretch(float(x), min(xs), max(xs), 0.0, width, pad_x),
-                         stretch(float(y), min(ys), max(ys), top, band, pad_y))
+            pos[name] = (
+                stretch(float(x), min(xs), max(xs), 0.0, width, pad_x),
+                stretch(float(y), min(ys), max(ys), top, band, pad_y),
+            )
         top += band
     return pos, width, max(1, round(top))
 
 
-def to_html(result: RetrievalResult, entities: dict[str, Any], relations: dict[tuple[str, str], Any],
-            seeds: Sequence[str]) -> str:
+def to_html(
+    result: RetrievalResult, entities: dict[str, Any], relations: dict[tuple[str, str], Any], seeds: Sequence[str]
+) -> str:
     """A self-contained HTML page (inline SVG, no scripts, no external links) of the retrieved subgraph."""
     radius = 16
     pos, width, height = _layout(entities, relations)
     esc = html.escape
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img" '
-           f'aria-label="{esc(f"Retrieved subgraph: {len(entities)} entities, {len(relations)} relations")}">',
-           '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-           'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#829ab1"/></marker></defs>']
+    svg = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{esc(f"Retrieved subgraph: {len(entities)} entities, {len(relations)} relations")}">',
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+        'orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#829ab1"/></marker></defs>',
+    ]
     labelled = len(relations) <= 12  # beyond that labels pile up; the tooltips still say it all
     for pair, relation in relations.items():
         a, b = _edge_ends(pair, relation)
@@ -213,31 +242,50 @@ def to_html(result: RetrievalResult, entities: dict[str, Any], relations: dict[t
         length = math.hypot(x2 - x1, y2 - y1) or 1.0
         dx, dy = (x2 - x1) / length * radius, (y2 - y1) / length * radius  # stop at the circles' rims
         tip = f"{a} → {b}" + (f": {relation.description}" if relation is not None and relation.description else "")
-        svg.append(f'<g class="relation"><title>{esc(tip)}</title>'
-                   f'<line class="edge" x1="{x1 + dx:.1f}" y1="{y1 + dy:.1f}" x2="{x2 - dx:.1f}" y2="{y2 - dy:.1f}" '
-                   f'marker-end="url(#arrow)"/>'
-                   + (f'<text class="edge-label" x="{(x1 + x2) / 2:.1f}" y="{(y1 + y2) / 2 - 4:.1f}" '
-                      f'text-anchor="middle">{esc(_edge_label(relation))}</text>' if labelled else "")
-                   + "</g>")
+        svg.append(
+            f'<g class="relation"><title>{esc(tip)}</title>'
+            f'<line class="edge" x1="{x1 + dx:.1f}" y1="{y1 + dy:.1f}" x2="{x2 - dx:.1f}" y2="{y2 - dy:.1f}" '
+            f'marker-end="url(#arrow)"/>'
+            + (
+                f'<text class="edge-label" x="{(x1 + x2) / 2:.1f}" y="{(y1 + y2) / 2 - 4:.1f}" '
+                f'text-anchor="middle">{esc(_edge_label(relation))}</text>'
+                if labelled
+                else ""
+            )
+            + "</g>"
+        )
     for name, entity in entities.items():
         x, y = pos[name]
         tip = render_entity(name, entity)
-        svg.append(f'<g class="node{" seed" if name in seeds else ""}"><title>{esc(tip)}</title>'
-                   f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}"/>'
-                   f'<text x="{x:.1f}" y="{y + radius + 14:.1f}" text-anchor="middle">{esc(name)}</text></g>')
+        svg.append(
+            f'<g class="node{" seed" if name in seeds else ""}"><title>{esc(tip)}</title>'
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius}"/>'
+            f'<text x="{x:.1f}" y="{y + radius + 14:.1f}" text-anchor="middle">{esc(name)}</text></g>'
+        )
     svg.append("</svg>")
     rows = "".join(
         f'<tr><td>{rank}</td><td class="score">{f"{item.score:.4f}" if item.kind == "path" else "seed"}</td>'
         f"<td>{item.hops}</td><td>{esc(arrow(item.nodes))}</td></tr>"
-        for rank, item in enumerate(result.items, 1))
+        for rank, item in enumerate(result.items, 1)
+    )
     keywords = ", ".join(result.keywords.low_level + result.keywords.high_level) or result.query
-    return "\n".join([
-        "<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-        f"<title>pathrag: key paths for {esc(result.query)}</title>", f"<style>{_CSS}</style>", "</head>", "<body>",
-        f"<h1>Key paths</h1><p><strong>Question:</strong> {esc(result.query)}</p>",
-        f"<p><strong>Keywords:</strong> {esc(keywords)}<br><strong>Seeds</strong> (outlined in orange): "
-        f"{esc(', '.join(result.seeds) or '(none)')}</p>",
-        "".join(svg),
-        f"<h2>Paths ({esc(hop_summary(result))})</h2>",
-        f"<table><thead><tr><th>#</th><th>score</th><th>hops</th><th>path</th></tr></thead><tbody>{rows}</tbody></table>",
-        "</body>", "</html>"])
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            f"<title>pathrag: key paths for {esc(result.query)}</title>",
+            f"<style>{_CSS}</style>",
+            "</head>",
+            "<body>",
+            f"<h1>Key paths</h1><p><strong>Question:</strong> {esc(result.query)}</p>",
+            f"<p><strong>Keywords:</strong> {esc(keywords)}<br><strong>Seeds</strong> (outlined in orange): "
+            f"{esc(', '.join(result.seeds) or '(none)')}</p>",
+            "".join(svg),
+            f"<h2>Paths ({esc(hop_summary(result))})</h2>",
+            f"<table><thead><tr><th>#</th><th>score</th><th>hops</th><th>path</th></tr></thead><tbody>{rows}</tbody></table>",
+            "</body>",
+            "</html>",
+        ]
+    )

@@ -29,8 +29,13 @@ __all__ = ["STORE_META", "WAIT", "locked_error", "open_store", "opened", "read_m
 
 STORE_META = "cli.json"  # the JSON format's record of the embeddings (migrated into the store)
 
-WAIT = typer.Option(0.0, "--wait", min=0, metavar="SECONDS",
-                    help="Wait up to SECONDS for another process writing the store (0: fail at once).")
+WAIT = typer.Option(
+    0.0,
+    "--wait",
+    min=0,
+    metavar="SECONDS",
+    help="Wait up to SECONDS for another process writing the store (0: fail at once).",
+)
 
 
 def read_meta(store: Path) -> dict[str, Any] | None:
@@ -59,19 +64,29 @@ def read_meta(store: Path) -> dict[str, Any] | None:
         raise CliError(f"cannot read {meta}: {exc}") from exc
 
 
-def open_store(store: Path, *, create: bool = False, embedding_model: str | None = None,
-               llm: pathrag.LanguageModel | None = None, config: IndexConfig | None = None) -> PathRAGIndex:
+def open_store(
+    store: Path,
+    *,
+    create: bool = False,
+    embedding_model: str | None = None,
+    llm: pathrag.LanguageModel | None = None,
+    config: IndexConfig | None = None,
+) -> PathRAGIndex:
     """Open (or, with ``create``, start) a store, refusing embeddings other than the ones it was built with."""
     meta = read_meta(store)
     if meta is None and not create:
         raise CliError(f"no pathrag store at {store} (build one with: pathrag index PATH --store {store})")
     if meta == {}:
-        raise CliError(f"the store {store} does not say which embeddings it uses (a store made by the library "
-                       "with an embedder of its own: open it from Python)")
+        raise CliError(
+            f"the store {store} does not say which embeddings it uses (a store made by the library "
+            "with an embedder of its own: open it from Python)"
+        )
     spec = meta["embeddings"] if meta else embedding_spec(embedding_model)
     if meta and embedding_model is not None and embedding_spec(embedding_model) != spec:
-        raise CliError(f"the store {store} was built with the embeddings {describe_embeddings(spec)}, not "
-                       f"{describe_embeddings(embedding_spec(embedding_model))}; use another --store to switch")
+        raise CliError(
+            f"the store {store} was built with the embeddings {describe_embeddings(spec)}, not "
+            f"{describe_embeddings(embedding_spec(embedding_model))}; use another --store to switch"
+        )
     vectors = embedder(spec, store)
     # the one-line note of a JSON-format store's migration goes to stderr, whatever logging is set up
     note = logging.StreamHandler(sys.stderr)

@@ -10,10 +10,8 @@ from .cypher import CypherGraphStore
 from .graph import BaseGraphStore, GraphStore, Neighborhood, NetworkXGraphStore, as_graph_store
 from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
 from .llm import LanguageModel, as_language_model
-from .models import Entity, Relation, ScoredPath
-from .models import Keywords, RetrievalResult, RetrievedItem
+from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
 from .params import PathParams, RetrievalParams
-from .retrieval import aretrieve, retrieve
 from .pruning import (
     afind_key_paths,
     apropagate_resources,
@@ -22,6 +20,7 @@ from .pruning import (
     propagate_resources,
     spread_resources,
 )
+from .retrieval import aretrieve, retrieve
 from .vectors import Embedder, HashingEmbedder, InMemoryVectorIndex, VectorHit, VectorIndex, VectorItem
 
 __all__ = [

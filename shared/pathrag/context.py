@@ -84,9 +84,7 @@ def _relation_line(a: str, b: str, relation: Relation | None) -> str:
     return line
 
 
-def render_path(
-    path: ScoredPath, entities: Mapping[str, Entity], relations: Mapping[tuple[str, str], Relation]
-) -> str:
+def render_path(path: ScoredPath, entities: Mapping[str, Entity], relations: Mapping[tuple[str, str], Relation]) -> str:
     """Write ``path`` as text, one line per entity and per relation, in walking order.
 
     ``relations`` may be keyed either way round; a missing entity or relation is written bare.
@@ -184,8 +182,9 @@ def build_context(
         used += cost
     kept.reverse()
     while True:  # joining can tokenize differently from the parts: check the whole once more
-        body = CONTEXT_TEMPLATE.format(question=query, paths=format_path_blocks(
-            [p for p, _ in kept], [t for _, t in kept]))
+        body = CONTEXT_TEMPLATE.format(
+            question=query, paths=format_path_blocks([p for p, _ in kept], [t for _, t in kept])
+        )
         tokens = count_tokens(body, token_counter)
         if not kept or max_tokens is None or tokens <= max_tokens:
             break
@@ -262,15 +261,20 @@ def build_evidence_context(
     passages = sorted((i for i in items if i.kind == "passage"), key=lambda i: -i.score)
     graph = sorted((i for i in items if i.kind != "passage"), key=lambda i: (i.path is None, -i.score, i.hops, i.nodes))
     # the frame with both section headers: an upper bound of what surrounds the blocks
-    header = count_tokens(_evidence_text(query, [], []) if not passages else
-                          EVIDENCE_TEMPLATE.format(question=query, passages="", paths=""), token_counter)
+    header = count_tokens(
+        _evidence_text(query, [], [])
+        if not passages
+        else EVIDENCE_TEMPLATE.format(question=query, passages="", paths=""),
+        token_counter,
+    )
 
     def cost(item: RetrievedItem) -> int:
         block = _passage_block(len(items), item) if item.kind == "passage" else _graph_block(len(items), item)
         return count_tokens("\n\n" + block, token_counter)
 
-    def pack(candidates: Sequence[RetrievedItem], room: float,
-             held: Collection[str] = frozenset()) -> tuple[list[RetrievedItem], int]:
+    def pack(
+        candidates: Sequence[RetrievedItem], room: float, held: Collection[str] = frozenset()
+    ) -> tuple[list[RetrievedItem], int]:
         """Best first, what fits in ``room``; with ``held``, graph items whose every source it holds are
         skipped (they repeat what the passages already say)."""
         kept, spent = [], 0
@@ -307,9 +311,14 @@ def build_evidence_context(
             break
         (shown_passages if shown_passages else shown_graph).pop(0)
     shown = (*shown_passages, *shown_graph)
-    return PathContext(text=text, paths=tuple(i.path for i in shown_graph if i.path is not None), tokens=tokens,
-                       dropped=len(items) - len(shown), items=shown,
-                       instructions=EVIDENCE_INSTRUCTIONS if shown_passages else ANSWER_INSTRUCTIONS)
+    return PathContext(
+        text=text,
+        paths=tuple(i.path for i in shown_graph if i.path is not None),
+        tokens=tokens,
+        dropped=len(items) - len(shown),
+        items=shown,
+        instructions=EVIDENCE_INSTRUCTIONS if shown_passages else ANSWER_INSTRUCTIONS,
+    )
 
 
 def items_context(
@@ -328,25 +337,48 @@ def items_context(
     """
     if layout == "paths":
         paths = [item for item in items if item.path is not None]
-        built = build_context(query, [item.path for item in paths], [item.text for item in paths],  # type: ignore[misc]
-                              max_tokens=max_tokens, token_counter=token_counter)
+        built = build_context(
+            query,
+            [item.path for item in paths],
+            [item.text for item in paths],  # type: ignore[misc]
+            max_tokens=max_tokens,
+            token_counter=token_counter,
+        )
         by_path = {item.path: item for item in paths}
-        return PathContext(built.text, built.paths, built.tokens, built.dropped,
-                           tuple(by_path[p] for p in built.paths), ANSWER_INSTRUCTIONS)
+        return PathContext(
+            built.text,
+            built.paths,
+            built.tokens,
+            built.dropped,
+            tuple(by_path[p] for p in built.paths),
+            ANSWER_INSTRUCTIONS,
+        )
     if layout != "evidence":
         raise ValueError(f"layout must be 'evidence' or 'paths', got {layout!r}")
-    return build_evidence_context(query, items, max_tokens=max_tokens, token_counter=token_counter,
-                                  path_share=path_share)
+    return build_evidence_context(
+        query, items, max_tokens=max_tokens, token_counter=token_counter, path_share=path_share
+    )
 
 
-def result_context(result: RetrievalResult, *, max_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
-                   token_counter: TokenCounter | None = None, path_share: float = PATH_SHARE) -> PathContext:
+def result_context(
+    result: RetrievalResult,
+    *,
+    max_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
+    token_counter: TokenCounter | None = None,
+    path_share: float = PATH_SHARE,
+) -> PathContext:
     """The context of a retrieval, in the layout it was retrieved for (``result.context``), within
     ``max_tokens`` (default :data:`DEFAULT_CONTEXT_TOKENS`, ``None`` for no limit): the text the
     answering model sees between the question and the instructions.
     """
-    return items_context(result.query, result.items, result.context, max_tokens=max_tokens,
-                         token_counter=token_counter, path_share=path_share)
+    return items_context(
+        result.query,
+        result.items,
+        result.context,
+        max_tokens=max_tokens,
+        token_counter=token_counter,
+        path_share=path_share,
+    )
 
 
 def answer_prompt(context: PathContext) -> str:

@@ -169,8 +169,10 @@ class CypherGraphStore(BaseGraphStore):
             constraints = graph.list_constraints()
         except ResponseError:  # the graph does not exist yet
             constraints = []
-        if not any(c.get("type") == "UNIQUE" and c.get("label") == store.label and c.get("properties") == [store.key]
-                   for c in constraints):
+        if not any(
+            c.get("type") == "UNIQUE" and c.get("label") == store.label and c.get("properties") == [store.key]
+            for c in constraints
+        ):
             graph.create_node_unique_constraint(store.label, store.key)  # also creates the range index it needs
         return store
 
@@ -180,8 +182,12 @@ class CypherGraphStore(BaseGraphStore):
         on the entity name if missing (Neo4j 5 syntax). ``options`` go to the constructor."""
         run = neo4j_runner(driver, database)
         store = cls(run, **options)
-        run(f"CREATE CONSTRAINT pathrag_{store.label}_{store.key} IF NOT EXISTS "
-            f"FOR (e:{store.label}) REQUIRE e.{store.key} IS UNIQUE", {}, True)
+        run(
+            f"CREATE CONSTRAINT pathrag_{store.label}_{store.key} IF NOT EXISTS "
+            f"FOR (e:{store.label}) REQUIRE e.{store.key} IS UNIQUE",
+            {},
+            True,
+        )
         return store
 
     def _run(self, name: str, write: bool = False, **params: Any) -> list[list[Any]]:
@@ -274,7 +280,11 @@ class CypherGraphStore(BaseGraphStore):
                 entity = merge(final[entity.name], entity)
             final[entity.name] = entity
         self._check_names(final)  # a merge hook could have produced another name
-        self._batched("set_entities", "rows", [{"name": e.name, "props": {**_entity_attrs(e), self.key: e.name}} for e in final.values()])
+        self._batched(
+            "set_entities",
+            "rows",
+            [{"name": e.name, "props": {**_entity_attrs(e), self.key: e.name}} for e in final.values()],
+        )
 
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
         relations = list(relations)
@@ -297,8 +307,11 @@ class CypherGraphStore(BaseGraphStore):
             stored[relation.pair] = written[relation.pair] = relation
         self._check_names(name for pair in written for name in pair)  # a merge hook could rename
         self._batched("delete_relations", "pairs", [{"s": s, "t": t} for s, t in removed - written.keys()])
-        self._batched("set_relations", "rows", [
-            {"s": r.source, "t": r.target, "props": _relation_attrs(r)} for r in written.values()])
+        self._batched(
+            "set_relations",
+            "rows",
+            [{"s": r.source, "t": r.target, "props": _relation_attrs(r)} for r in written.values()],
+        )
 
     def delete_entities(self, names: Iterable[str]) -> None:
         self._batched("delete_entities", "names", list(dict.fromkeys(names)))
@@ -325,9 +338,15 @@ def _entity_from_row(row: Sequence[Any]) -> Entity:
 
 def _relation_from_row(row: Sequence[Any]) -> Relation:
     source, target, description, keywords, weight, source_ids = row
-    return _relation((source, target), {"description": description, "keywords": keywords or (),
-                                        "weight": 1.0 if weight is None else weight,
-                                        "source_ids": source_ids or ()})
+    return _relation(
+        (source, target),
+        {
+            "description": description,
+            "keywords": keywords or (),
+            "weight": 1.0 if weight is None else weight,
+            "source_ids": source_ids or (),
+        },
+    )
 
 
 def falkordb_runner(graph: Any) -> Runner:

@@ -87,8 +87,9 @@ def load_corpus(root: Root | None = None) -> list[Document]:
     ['01-lowmarrow-gazetteer', '02-greyfen-expansion-plan']
     """
     folder = _root(root) / "corpus"
-    return [Document(id=f.name.rsplit(".", 1)[0], text=f.read_text(encoding="utf-8"))
-            for f in _text_files(folder, ".md")]
+    return [
+        Document(id=f.name.rsplit(".", 1)[0], text=f.read_text(encoding="utf-8")) for f in _text_files(folder, ".md")
+    ]
 
 
 @dataclass(frozen=True)
@@ -108,8 +109,7 @@ def load_questions(root: Root | None = None) -> list[DemoQuestion]:
     ('ODRIC PELHAM', 'NORTH CHANNEL DREDGING', 'LANTERN NIGHT FLOOD')
     """
     rows = json.loads((_root(root) / "questions.json").read_text(encoding="utf-8"))
-    return [DemoQuestion(r["question"], r["answer"], tuple(r["key_entities"]), tuple(r["expected_path"]))
-            for r in rows]
+    return [DemoQuestion(r["question"], r["answer"], tuple(r["key_entities"]), tuple(r["expected_path"])) for r in rows]
 
 
 # -- the replay model --------------------------------------------------------------------------------
@@ -142,8 +142,13 @@ class ReplayLLM:
     ``recordings`` maps each chunk text to its answers: the first extraction, then the gleanings.
     """
 
-    def __init__(self, recordings: Mapping[str, Sequence[str]], *, name: str = "replay",
-                 completion_delimiter: str = "<|COMPLETE|>") -> None:
+    def __init__(
+        self,
+        recordings: Mapping[str, Sequence[str]],
+        *,
+        name: str = "replay",
+        completion_delimiter: str = "<|COMPLETE|>",
+    ) -> None:
         self.name = name
         self._answers = {_normal(text): list(answers) for text, answers in recordings.items()}
         self._done = completion_delimiter
@@ -168,14 +173,16 @@ class ReplayLLM:
             stem = doc.name.rsplit(".", 1)[0]
             if f"{stem}.txt" in answers:
                 recordings[doc.read_text(encoding="utf-8")] = [
-                    answers[f"{stem}.txt"], *([answers[f"{stem}.glean.txt"]] if f"{stem}.glean.txt" in answers else [])]
+                    answers[f"{stem}.txt"],
+                    *([answers[f"{stem}.glean.txt"]] if f"{stem}.glean.txt" in answers else []),
+                ]
         if not recordings:
             raise ReplayMiss(f"no recorded extractions under {folder} (expected corpus/ and extractions/)")
         return cls(recordings, **kwargs)
 
     def complete(self, prompt: str) -> str:
         if prompt.startswith(_KEYWORDS_HEAD) and prompt.endswith(_KEYWORDS_TAIL):
-            return self._keywords(prompt[len(_KEYWORDS_HEAD):len(prompt) - len(_KEYWORDS_TAIL)])
+            return self._keywords(prompt[len(_KEYWORDS_HEAD) : len(prompt) - len(_KEYWORDS_TAIL)])
         if prompt.startswith(_SUMMARY_HEAD) and prompt.rstrip().endswith("Merged description:"):
             return self._summary(prompt)
         found = _CHUNK.search(prompt)
@@ -187,8 +194,10 @@ class ReplayLLM:
                 return answers[1] if len(answers) > 1 else self._done
             return answers[0]
         kind = "answer" if ANSWER_INSTRUCTIONS in prompt else "unrecognised"
-        raise ReplayMiss(f"the replay model has no answer for an {kind} prompt; it only replays extraction, "
-                         "gleaning, summary and keyword prompts")
+        raise ReplayMiss(
+            f"the replay model has no answer for an {kind} prompt; it only replays extraction, "
+            "gleaning, summary and keyword prompts"
+        )
 
     async def acomplete(self, prompt: str) -> str:
         return self.complete(prompt)
@@ -248,8 +257,12 @@ def open_demo_index(
 
     The caller closes the index. Re-running on the same directory costs no LLM call.
     """
-    index = PathRAGIndex(directory, llm=ReplayLLM.from_directory(), embedder=embedder or HashingEmbedder(),
-                         config=IndexConfig(show_progress=show_progress, max_attempts=1))
+    index = PathRAGIndex(
+        directory,
+        llm=ReplayLLM.from_directory(),
+        embedder=embedder or HashingEmbedder(),
+        config=IndexConfig(show_progress=show_progress, max_attempts=1),
+    )
     try:
         return index, index.insert(load_corpus())
     except BaseException:
@@ -258,15 +271,19 @@ def open_demo_index(
 
 
 def ask_demo_question(
-    index: PathRAGIndex, question: DemoQuestion, *, params: RetrievalParams = DEMO_PARAMS,
+    index: PathRAGIndex,
+    question: DemoQuestion,
+    *,
+    params: RetrievalParams = DEMO_PARAMS,
     answer_llm: LanguageModel | None = None,
 ) -> QuestionRun:
     """Retrieve the key paths for one question, lay out the prompt and, with ``answer_llm``, answer it."""
     result = index.retrieve(question.question, params=params)
     context = result_context(result, max_tokens=None)  # the demo shows all the evidence it found
     prompt = answer_prompt(context)
-    return QuestionRun(question, result, context, prompt,
-                       answer_llm.complete(prompt) if answer_llm is not None else None)
+    return QuestionRun(
+        question, result, context, prompt, answer_llm.complete(prompt) if answer_llm is not None else None
+    )
 
 
 def run_demo(
@@ -286,7 +303,10 @@ def run_demo(
     """
     index, summary = open_demo_index(directory, embedder=embedder)
     try:
-        return DemoRun(summary, index.stats(), [ask_demo_question(index, q, params=params, answer_llm=answer_llm)
-                                                for q in load_questions()])
+        return DemoRun(
+            summary,
+            index.stats(),
+            [ask_demo_question(index, q, params=params, answer_llm=answer_llm) for q in load_questions()],
+        )
     finally:
         index.close()

@@ -71,8 +71,8 @@ from .evaluation_prompts import (
 )
 from .indexing import run_sync
 from .llm import LanguageModel, as_language_model
-from .prompts import ANSWER_INSTRUCTIONS, KEYWORDS_PROMPT
 from .models import RetrievedItem
+from .prompts import ANSWER_INSTRUCTIONS, KEYWORDS_PROMPT
 from .retrieval import RetrievalParams, RetrievalResult, aretrieve
 from .tokens import TokenCounter, count_tokens
 
@@ -240,8 +240,11 @@ def read_questions(path: str | Path) -> list[Question]:
                 row = None
         if isinstance(row, dict):
             value = row.get("question") or row.get("text")
-            question = Question(str(value).strip(), str(row.get("user") or ""), str(row.get("task") or "")) \
-                if isinstance(value, str) and value.strip() else None
+            question = (
+                Question(str(value).strip(), str(row.get("user") or ""), str(row.get("task") or ""))
+                if isinstance(value, str) and value.strip()
+                else None
+            )
         else:
             question = Question(line)
         if question is not None:
@@ -289,8 +292,9 @@ def _cut(text: str, max_tokens: int, token_counter: TokenCounter | None) -> str:
     return " ".join(words[:low]) + " …"
 
 
-def corpus_excerpts(passages: Sequence[str], *, max_tokens: int = 6000,
-                    token_counter: TokenCounter | None = None) -> str:
+def corpus_excerpts(
+    passages: Sequence[str], *, max_tokens: int = 6000, token_counter: TokenCounter | None = None
+) -> str:
     """Numbered excerpts spread evenly over ``passages``, within about ``max_tokens``.
 
     A corpus too large for the budget is sampled at even intervals (so every part of it is seen), each
@@ -329,7 +333,7 @@ def _json_value(text: Any) -> Any:
     for opening, closing in (("{", "}"), ("[", "]")):
         start, end = text.find(opening), text.rfind(closing)
         if 0 <= start < end:
-            candidates.append(text[start:end + 1])
+            candidates.append(text[start : end + 1])
     for candidate in candidates:
         try:
             value = json.loads(candidate)
@@ -395,8 +399,9 @@ def parse_users(text: str) -> list[tuple[str, list[str]]]:
         if not isinstance(item, dict):
             continue
         keys = {_key(k): v for k, v in item.items()}
-        user = next((keys[k] for k in ("user", "name", "role", "description", "persona")
-                     if isinstance(keys.get(k), str)), "")
+        user = next(
+            (keys[k] for k in ("user", "name", "role", "description", "persona") if isinstance(keys.get(k), str)), ""
+        )
         tasks = keys.get("tasks")
         tasks = [_clean(t) for t in tasks if isinstance(t, str) and _clean(t)] if isinstance(tasks, list) else []
         if _clean(user) and tasks:
@@ -497,8 +502,9 @@ ConfigurationFactory = Callable[["PathRAGIndex", ConfigurationOptions], Configur
 _REGISTRY: dict[str, tuple[ConfigurationFactory, str]] = {}
 
 
-def register_configuration(name: str, factory: ConfigurationFactory, *, description: str = "",
-                           replace_existing: bool = False) -> None:
+def register_configuration(
+    name: str, factory: ConfigurationFactory, *, description: str = "", replace_existing: bool = False
+) -> None:
     """Make ``factory(index, options) -> Configuration`` available by ``name`` (case-insensitive).
 
     Raises:
@@ -517,8 +523,9 @@ def configuration_names() -> dict[str, str]:
     return {name: description for name, (_, description) in _REGISTRY.items()}
 
 
-def build_configurations(index: PathRAGIndex, names: Sequence[str],
-                         options: ConfigurationOptions | None = None) -> list[Configuration]:
+def build_configurations(
+    index: PathRAGIndex, names: Sequence[str], options: ConfigurationOptions | None = None
+) -> list[Configuration]:
     """Instantiate registered configurations for ``index``.
 
     Raises:
@@ -564,15 +571,22 @@ def path_configuration(
 
     async def context(query: str) -> str | PathContext:
         # the module function, not index.aretrieve: the keyword model must be the journalled one
-        result = await aretrieve(query, graph=index.graph, entity_index=index.entity_index,
-                                 passage_index=index.chunk_index, llm=options.keyword_llm, params=params)
+        result = await aretrieve(
+            query,
+            graph=index.graph,
+            entity_index=index.entity_index,
+            passage_index=index.chunk_index,
+            llm=options.keyword_llm,
+            params=params,
+        )
         return render(result, options)
 
     return Configuration(name=name, context=context, description=description)
 
 
-def passage_configuration(index: PathRAGIndex, options: ConfigurationOptions, *, name: str,
-                          description: str = "") -> Configuration:
+def passage_configuration(
+    index: PathRAGIndex, options: ConfigurationOptions, *, name: str, description: str = ""
+) -> Configuration:
     """Dense retrieval: the ``options.params.num_passages`` chunks nearest the query in the index's chunk
     index, laid out as passages only (least to most similar) within ``options.max_tokens``, and answered
     with the evidence instructions. No graph, no keyword call."""
@@ -580,28 +594,38 @@ def passage_configuration(index: PathRAGIndex, options: ConfigurationOptions, *,
     async def context(query: str) -> PathContext:
         hits = await index.chunk_index.aquery(query, options.params.num_passages)
         texts = index.chunk_texts([hit.id for hit in hits])
-        items = [RetrievedItem("passage", hit.id, text, hit.score, (), (hit.id,)) for hit in hits
-                 # a document's chunk, else the hit's own text (an imported passage)
-                 if (text := texts.get(hit.id) or getattr(hit, "text", None) or _item_text(index.chunk_index, hit.id))]
-        return build_evidence_context(query, items, max_tokens=options.max_tokens,
-                                      token_counter=options.token_counter)
+        items = [
+            RetrievedItem("passage", hit.id, text, hit.score, (), (hit.id,))
+            for hit in hits
+            # a document's chunk, else the hit's own text (an imported passage)
+            if (text := texts.get(hit.id) or getattr(hit, "text", None) or _item_text(index.chunk_index, hit.id))
+        ]
+        return build_evidence_context(query, items, max_tokens=options.max_tokens, token_counter=options.token_counter)
 
     return Configuration(name=name, context=context, description=description)
 
 
 # Each configuration is one line; a new context mode or baseline of the core plugs in the same way.
 register_configuration(
-    "default", lambda index, o: path_configuration(index, o, name="default"),
-    description="the index's default context, as pathrag query sends it")
+    "default",
+    lambda index, o: path_configuration(index, o, name="default"),
+    description="the index's default context, as pathrag query sends it",
+)
 register_configuration(
-    "paths-only", lambda index, o: path_configuration(index, o, name="paths-only", context="paths"),
-    description="the paper's context: key paths only, most reliable last")
+    "paths-only",
+    lambda index, o: path_configuration(index, o, name="paths-only", context="paths"),
+    description="the paper's context: key paths only, most reliable last",
+)
 register_configuration(
-    "pathrag-lt", lambda index, o: path_configuration(index, o, name="pathrag-lt", num_seeds=20, top_k=5),
-    description="PathRAG-lt: N = 20 seed entities, K = 5 paths")
+    "pathrag-lt",
+    lambda index, o: path_configuration(index, o, name="pathrag-lt", num_seeds=20, top_k=5),
+    description="PathRAG-lt: N = 20 seed entities, K = 5 paths",
+)
 register_configuration(
-    "dense", lambda index, o: passage_configuration(index, o, name="dense"),
-    description="dense retrieval: the passages nearest the question, no graph")
+    "dense",
+    lambda index, o: passage_configuration(index, o, name="dense"),
+    description="dense retrieval: the passages nearest the question, no graph",
+)
 
 
 # -- calls: journal, reuse, limits, retries, usage -------------------------------------------------------
@@ -674,9 +698,17 @@ class _CallFailed(Exception):
 class _Recorder:
     """Every model call goes through here: journal lookup, in-flight sharing, concurrency limit, retries."""
 
-    def __init__(self, path: Path | None, *, max_concurrency: int, max_attempts: int, retry_wait: float,
-                 token_counter: TokenCounter | None, prices: Mapping[str, Pricing],
-                 on_change: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        path: Path | None,
+        *,
+        max_concurrency: int,
+        max_attempts: int,
+        retry_wait: float,
+        token_counter: TokenCounter | None,
+        prices: Mapping[str, Pricing],
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
         self._journal = _Jsonl(path) if path is not None else None
         self._done: dict[str, CallRecord] = {}
         for row in self._journal.read() if self._journal else ():
@@ -756,9 +788,12 @@ class _Recorder:
         return record
 
     async def _call(self, model: LanguageModel, prompt: str, role: str, key: str) -> CallRecord:
-        retrying = AsyncRetrying(stop=stop_after_attempt(self._attempts),
-                                 wait=wait_random_exponential(multiplier=self._wait, max=max(self._wait, 30.0)),
-                                 retry=retry_if_exception_type(Exception), reraise=True)
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self._attempts),
+            wait=wait_random_exponential(multiplier=self._wait, max=max(self._wait, 30.0)),
+            retry=retry_if_exception_type(Exception),
+            reraise=True,
+        )
         try:
             async for attempt in retrying:
                 with attempt:
@@ -772,9 +807,15 @@ class _Recorder:
             self.usage.setdefault(role, Usage()).failed += 1
             self.on_change()
             raise _CallFailed(f"{type(exc).__name__}: {exc}") from exc
-        return CallRecord(key=key, model=model.name, role=role, answer=answer,
-                          prompt_tokens=count_tokens(prompt, self._counter),
-                          answer_tokens=count_tokens(answer, self._counter), latency_s=round(latency, 4))
+        return CallRecord(
+            key=key,
+            model=model.name,
+            role=role,
+            answer=answer,
+            prompt_tokens=count_tokens(prompt, self._counter),
+            answer_tokens=count_tokens(answer, self._counter),
+            latency_s=round(latency, 4),
+        )
 
 
 class _RecordedModel:
@@ -825,8 +866,9 @@ class _LateModel:
 # -- question generation -----------------------------------------------------------------------------
 
 
-async def _ask_parsed(recorder: _Recorder, model: LanguageModel, prompt: str, role: str,
-                      parse: Callable[[str], Any]) -> tuple[Any, int]:
+async def _ask_parsed(
+    recorder: _Recorder, model: LanguageModel, prompt: str, role: str, parse: Callable[[str], Any]
+) -> tuple[Any, int]:
     """Ask, parse; if nothing usable comes back, ask once more with a reminder of the format.
 
     Returns the parsed value (falsy if both answers were unusable) and the number of attempts.
@@ -837,26 +879,43 @@ async def _ask_parsed(recorder: _Recorder, model: LanguageModel, prompt: str, ro
     return parse((await recorder.ask(model, prompt + RETRY_SUFFIX, role)).answer), 2
 
 
-async def _generate(recorder: _Recorder, model: LanguageModel, passages: Sequence[str], *, num_questions: int,
-                    users: int, tasks: int, excerpt_tokens: int, token_counter: TokenCounter | None,
-                    progress: Callable[[], None] = lambda: None) -> list[Question]:
+async def _generate(
+    recorder: _Recorder,
+    model: LanguageModel,
+    passages: Sequence[str],
+    *,
+    num_questions: int,
+    users: int,
+    tasks: int,
+    excerpt_tokens: int,
+    token_counter: TokenCounter | None,
+    progress: Callable[[], None] = lambda: None,
+) -> list[Question]:
     if num_questions < 1 or users < 1 or tasks < 1:
         raise ValueError("num_questions, users and tasks must be >= 1")
     excerpts = corpus_excerpts(passages, max_tokens=excerpt_tokens, token_counter=token_counter)
     if not excerpts:
         raise EvaluationError("the corpus has no text to write questions about")
     try:
-        description = (await recorder.ask(model, CORPUS_SUMMARY_PROMPT.format(
-            max_words=200, excerpts=excerpts), "questions")).answer.strip()
+        description = (
+            await recorder.ask(model, CORPUS_SUMMARY_PROMPT.format(max_words=200, excerpts=excerpts), "questions")
+        ).answer.strip()
         progress()
-        people, _ = await _ask_parsed(recorder, model, USERS_PROMPT.format(
-            description=description, users=users, tasks=tasks), "questions", parse_users)
+        people, _ = await _ask_parsed(
+            recorder,
+            model,
+            USERS_PROMPT.format(description=description, users=users, tasks=tasks),
+            "questions",
+            parse_users,
+        )
         progress()
     except _CallFailed as exc:  # nothing to go on without these two answers
         raise EvaluationError(f"the question model failed: {exc}") from exc
     if not people:
-        raise EvaluationError("the question model proposed no usable users and tasks (asked twice); "
-                              "try another model, or pass your own questions")
+        raise EvaluationError(
+            "the question model proposed no usable users and tasks (asked twice); "
+            "try another model, or pass your own questions"
+        )
     pairs = [(user, task) for user, its in people[:users] for task in its[:tasks]]
     per_pair = max(1, math.ceil(num_questions / len(pairs)))
 
@@ -903,11 +962,25 @@ async def agenerate_questions(
     Raises:
         EvaluationError: no usable users/tasks or questions came back.
     """
-    recorder = _Recorder(Path(journal) if journal else None, max_concurrency=max_concurrency, max_attempts=3,
-                         retry_wait=1.0, token_counter=token_counter, prices={})
+    recorder = _Recorder(
+        Path(journal) if journal else None,
+        max_concurrency=max_concurrency,
+        max_attempts=3,
+        retry_wait=1.0,
+        token_counter=token_counter,
+        prices={},
+    )
     try:
-        return await _generate(recorder, as_language_model(llm), passages, num_questions=num_questions,
-                               users=users, tasks=tasks, excerpt_tokens=excerpt_tokens, token_counter=token_counter)
+        return await _generate(
+            recorder,
+            as_language_model(llm),
+            passages,
+            num_questions=num_questions,
+            users=users,
+            tasks=tasks,
+            excerpt_tokens=excerpt_tokens,
+            token_counter=token_counter,
+        )
     finally:
         recorder.close()
 
@@ -960,8 +1033,9 @@ class Judgement:
 def _judge_prompt(question: str, answer_1: str, answer_2: str) -> str:
     dimensions = "\n".join(f"- {name}: {text}" for name, text in DIMENSION_DEFINITIONS.items())
     example = json.dumps({d: {"winner": 1, "reason": "one short sentence"} for d in DIMENSIONS})
-    return JUDGE_PROMPT.format(question=question, answer_1=answer_1, answer_2=answer_2, dimensions=dimensions,
-                               example=example)
+    return JUDGE_PROMPT.format(
+        question=question, answer_1=answer_1, answer_2=answer_2, dimensions=dimensions, example=example
+    )
 
 
 # -- results -----------------------------------------------------------------------------------------
@@ -993,9 +1067,15 @@ class DimensionTally:
         return self.disagreements / self.both_orders if self.both_orders else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"wins_a": self.wins_a, "wins_b": self.wins_b, "judged": self.judged, "win_rate_a": self.win_rate_a,
-                "both_orders": self.both_orders, "disagreements": self.disagreements,
-                "disagreement_rate": self.disagreement_rate}
+        return {
+            "wins_a": self.wins_a,
+            "wins_b": self.wins_b,
+            "judged": self.judged,
+            "win_rate_a": self.win_rate_a,
+            "both_orders": self.both_orders,
+            "disagreements": self.disagreements,
+            "disagreement_rate": self.disagreement_rate,
+        }
 
 
 @dataclass
@@ -1012,8 +1092,14 @@ class PairResult:
     dimensions: dict[str, DimensionTally] = field(default_factory=lambda: {d: DimensionTally() for d in DIMENSIONS})
 
     def to_json(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "judgements": self.judgements, "invalid": self.invalid,
-                "missing": self.missing, "dimensions": {d: t.to_json() for d, t in self.dimensions.items()}}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "judgements": self.judgements,
+            "invalid": self.invalid,
+            "missing": self.missing,
+            "dimensions": {d: t.to_json() for d, t in self.dimensions.items()},
+        }
 
 
 def tally_pair(a: str, b: str, judgements: Iterable[Judgement], *, missing: int = 0) -> PairResult:
@@ -1103,8 +1189,17 @@ class EvalReport:
             "configurations": [asdict(c) for c in self.configurations],
             "pairs": [p.to_json() for p in self.pairs],
             "usage": {role: asdict(u) for role, u in self.usage.items()},
-            "worst": [{"a": w.a, "b": w.b, "question": w.question.to_json(), "overall_losses": w.overall_losses,
-                       "losses": w.losses, "of": w.of} for w in self.worst],
+            "worst": [
+                {
+                    "a": w.a,
+                    "b": w.b,
+                    "question": w.question.to_json(),
+                    "overall_losses": w.overall_losses,
+                    "losses": w.losses,
+                    "of": w.of,
+                }
+                for w in self.worst
+            ],
             "seconds": round(self.seconds, 3),
         }
 
@@ -1113,12 +1208,20 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def _worst(pair: PairResult, questions: Sequence[Question], answers: Mapping[tuple[str, str], AnswerRecord],
-           judgements: Sequence[Judgement], limit: int) -> list[LosingQuestion]:
+def _worst(
+    pair: PairResult,
+    questions: Sequence[Question],
+    answers: Mapping[tuple[str, str], AnswerRecord],
+    judgements: Sequence[Judgement],
+    limit: int,
+) -> list[LosingQuestion]:
     found = []
     for question in questions:
-        mine = [j for j in judgements
-                if j.valid and j.question_id == question.id and {j.first, j.second} == {pair.a, pair.b}]
+        mine = [
+            j
+            for j in judgements
+            if j.valid and j.question_id == question.id and {j.first, j.second} == {pair.a, pair.b}
+        ]
         if not mine:
             continue
         losses = sum(w == pair.b for j in mine for w in j.winners.values())  # type: ignore[union-attr]
@@ -1126,9 +1229,19 @@ def _worst(pair: PairResult, questions: Sequence[Question], answers: Mapping[tup
         if not losses:
             continue
         reasons = tuple(j.reasons.get("overall", "") for j in mine if j.reasons.get("overall"))
-        found.append(LosingQuestion(pair.a, pair.b, question, overall, losses, len(mine) * len(DIMENSIONS),
-                                    answers[(question.id, pair.a)].answer, answers[(question.id, pair.b)].answer,
-                                    reasons))
+        found.append(
+            LosingQuestion(
+                pair.a,
+                pair.b,
+                question,
+                overall,
+                losses,
+                len(mine) * len(DIMENSIONS),
+                answers[(question.id, pair.a)].answer,
+                answers[(question.id, pair.b)].answer,
+                reasons,
+            )
+        )
     found.sort(key=lambda w: (-w.overall_losses, -w.losses, w.question.text))
     return found[:limit]
 
@@ -1186,8 +1299,9 @@ class Evaluation:
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self.llm = as_language_model(llm, name="answer-model")
         self.judge_llm = as_language_model(judge_llm, name="judge-model") if judge_llm is not None else self.llm
-        self.question_llm = as_language_model(question_llm, name="question-model") if question_llm is not None \
-            else self.judge_llm
+        self.question_llm = (
+            as_language_model(question_llm, name="question-model") if question_llm is not None else self.judge_llm
+        )
         if not configurations:
             raise ValueError("give at least two configurations to compare")
         names = [c.name for c in configurations]
@@ -1197,7 +1311,7 @@ class Evaluation:
         if pairs is not None:
             self.pairs = list(pairs)
         elif all_pairs:
-            self.pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
+            self.pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
         else:
             self.pairs = [(names[0], other) for other in names[1:]]
         for a, b in self.pairs:
@@ -1227,10 +1341,15 @@ class Evaluation:
         if self.run_dir is not None:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         bar: list[Any] = [None]
-        recorder = _Recorder(self.run_dir / CALLS_FILE if self.run_dir else None,
-                             max_concurrency=self.max_concurrency, max_attempts=self.max_attempts,
-                             retry_wait=self.retry_wait, token_counter=self.token_counter, prices=self.prices,
-                             on_change=lambda: self._postfix(bar[0], recorder))
+        recorder = _Recorder(
+            self.run_dir / CALLS_FILE if self.run_dir else None,
+            max_concurrency=self.max_concurrency,
+            max_attempts=self.max_attempts,
+            retry_wait=self.retry_wait,
+            token_counter=self.token_counter,
+            prices=self.prices,
+            on_change=lambda: self._postfix(bar[0], recorder),
+        )
         for late in self._late:
             late.target = _RecordedModel(recorder, late.model, late.role)
         try:
@@ -1259,8 +1378,11 @@ class Evaluation:
             return
         total = recorder.totals()
         cost = f" · cost {total.cost:.4f}" if self.prices else ""
-        bar.set_postfix_str(f"calls {total.calls} new + {total.reused} reused · "
-                            f"{total.prompt_tokens + total.answer_tokens:,} tokens{cost}", refresh=False)
+        bar.set_postfix_str(
+            f"calls {total.calls} new + {total.reused} reused · "
+            f"{total.prompt_tokens + total.answer_tokens:,} tokens{cost}",
+            refresh=False,
+        )
 
     async def _questions(self, recorder: _Recorder, bar: list[Any]) -> list[Question]:
         saved = self.run_dir / QUESTIONS_FILE if self.run_dir else None
@@ -1273,10 +1395,17 @@ class Evaluation:
                 raise EvaluationError("no questions given and no corpus passages to write them from")
             bar[0] = self._bar(2 + self.users * self.tasks, "questions")
             try:
-                questions = await _generate(recorder, self.question_llm, self.passages,
-                                            num_questions=self.num_questions, users=self.users, tasks=self.tasks,
-                                            excerpt_tokens=self.excerpt_tokens, token_counter=self.token_counter,
-                                            progress=lambda: bar[0].update())
+                questions = await _generate(
+                    recorder,
+                    self.question_llm,
+                    self.passages,
+                    num_questions=self.num_questions,
+                    users=self.users,
+                    tasks=self.tasks,
+                    excerpt_tokens=self.excerpt_tokens,
+                    token_counter=self.token_counter,
+                    progress=lambda: bar[0].update(),
+                )
             finally:
                 bar[0].close()
         if not questions:
@@ -1290,8 +1419,11 @@ class Evaluation:
         token = _SPENT.set(spent)
         started = time.perf_counter()
         try:
-            value = config.context(question.text) if inspect.iscoroutinefunction(config.context) else \
-                await asyncio.to_thread(config.context, question.text)  # sync retrieval may block
+            value = (
+                config.context(question.text)
+                if inspect.iscoroutinefunction(config.context)
+                else await asyncio.to_thread(config.context, question.text)
+            )  # sync retrieval may block
             if inspect.isawaitable(value):
                 value = await value
         except Exception as exc:  # a broken configuration costs its answers, not the run
@@ -1305,19 +1437,30 @@ class Evaluation:
         else:
             context = str(value)
             prompt = config.prompt(context)
-        base = AnswerRecord(question.id, config.name, "", context_tokens=count_tokens(context, self.token_counter),
-                            retrieval_calls=len(spent),
-                            retrieval_tokens=sum(r.prompt_tokens + r.answer_tokens for r in spent),
-                            retrieval_s=round(retrieval_s, 4))
+        base = AnswerRecord(
+            question.id,
+            config.name,
+            "",
+            context_tokens=count_tokens(context, self.token_counter),
+            retrieval_calls=len(spent),
+            retrieval_tokens=sum(r.prompt_tokens + r.answer_tokens for r in spent),
+            retrieval_s=round(retrieval_s, 4),
+        )
         try:
             record = await recorder.ask(self.llm, prompt, "answer")
         except _CallFailed as exc:
             return replace(base, prompt_tokens=count_tokens(prompt, self.token_counter), error=str(exc))
-        return replace(base, answer=record.answer, prompt_tokens=record.prompt_tokens,
-                       answer_tokens=record.answer_tokens, answer_s=record.latency_s)
+        return replace(
+            base,
+            answer=record.answer,
+            prompt_tokens=record.prompt_tokens,
+            answer_tokens=record.answer_tokens,
+            answer_s=record.latency_s,
+        )
 
-    async def _answers(self, recorder: _Recorder, questions: Sequence[Question],
-                       bar: list[Any]) -> dict[tuple[str, str], AnswerRecord]:
+    async def _answers(
+        self, recorder: _Recorder, questions: Sequence[Question], bar: list[Any]
+    ) -> dict[tuple[str, str], AnswerRecord]:
         bar[0] = self._bar(len(questions) * len(self.configurations), "answers")
 
         async def one(question: Question, config: Configuration) -> AnswerRecord:
@@ -1334,8 +1477,9 @@ class Evaluation:
             bar[0].close()
         return {(a.question_id, a.configuration): a for a in done}
 
-    async def _judge(self, recorder: _Recorder, question: Question, first: AnswerRecord,
-                     second: AnswerRecord) -> Judgement:
+    async def _judge(
+        self, recorder: _Recorder, question: Question, first: AnswerRecord, second: AnswerRecord
+    ) -> Judgement:
         names = {1: first.configuration, 2: second.configuration}
         prompt = _judge_prompt(question.text, first.answer, second.answer)
         try:
@@ -1344,11 +1488,22 @@ class Evaluation:
             return Judgement(question.id, names[1], names[2], None, error=str(exc))
         if verdict is None:
             return Judgement(question.id, names[1], names[2], None, attempts=attempts, error="unreadable verdict")
-        return Judgement(question.id, names[1], names[2], {d: names[side] for d, (side, _) in verdict.items()},
-                         {d: reason for d, (_, reason) in verdict.items()}, attempts)
+        return Judgement(
+            question.id,
+            names[1],
+            names[2],
+            {d: names[side] for d, (side, _) in verdict.items()},
+            {d: reason for d, (_, reason) in verdict.items()},
+            attempts,
+        )
 
-    async def _judgements(self, recorder: _Recorder, questions: Sequence[Question],
-                          answers: Mapping[tuple[str, str], AnswerRecord], bar: list[Any]) -> list[Judgement]:
+    async def _judgements(
+        self,
+        recorder: _Recorder,
+        questions: Sequence[Question],
+        answers: Mapping[tuple[str, str], AnswerRecord],
+        bar: list[Any],
+    ) -> list[Judgement]:
         jobs = []
         self._missing: dict[tuple[str, str], int] = {}
         for a, b in self.pairs:
@@ -1370,28 +1525,52 @@ class Evaluation:
         finally:
             bar[0].close()
 
-    def _report(self, questions: list[Question], answers: Mapping[tuple[str, str], AnswerRecord],
-                judgements: list[Judgement], recorder: _Recorder, seconds: float) -> EvalReport:
+    def _report(
+        self,
+        questions: list[Question],
+        answers: Mapping[tuple[str, str], AnswerRecord],
+        judgements: list[Judgement],
+        recorder: _Recorder,
+        seconds: float,
+    ) -> EvalReport:
         price = self.prices.get("answer", Pricing())
         summaries = []
         for config in self.configurations:
             mine = [answers[(q.id, config.name)] for q in questions]
             ok = [a for a in mine if not a.error]
             total = sum(a.prompt_tokens + a.answer_tokens + a.retrieval_tokens for a in ok)
-            summaries.append(ConfigurationSummary(
-                name=config.name, description=config.description, answered=len(ok), failed=len(mine) - len(ok),
-                mean_context_tokens=_mean([a.context_tokens for a in ok]),
-                mean_prompt_tokens=_mean([a.prompt_tokens for a in ok]),
-                mean_answer_tokens=_mean([a.answer_tokens for a in ok]),
-                mean_retrieval_tokens=_mean([a.retrieval_tokens for a in ok]),
-                mean_latency_s=_mean([a.latency_s for a in ok]), total_tokens=total,
-                cost=price.cost(sum(a.prompt_tokens + a.retrieval_tokens for a in ok),
-                                sum(a.answer_tokens for a in ok))))
+            summaries.append(
+                ConfigurationSummary(
+                    name=config.name,
+                    description=config.description,
+                    answered=len(ok),
+                    failed=len(mine) - len(ok),
+                    mean_context_tokens=_mean([a.context_tokens for a in ok]),
+                    mean_prompt_tokens=_mean([a.prompt_tokens for a in ok]),
+                    mean_answer_tokens=_mean([a.answer_tokens for a in ok]),
+                    mean_retrieval_tokens=_mean([a.retrieval_tokens for a in ok]),
+                    mean_latency_s=_mean([a.latency_s for a in ok]),
+                    total_tokens=total,
+                    cost=price.cost(
+                        sum(a.prompt_tokens + a.retrieval_tokens for a in ok), sum(a.answer_tokens for a in ok)
+                    ),
+                )
+            )
         pairs = [tally_pair(a, b, judgements, missing=self._missing.get((a, b), 0)) for a, b in self.pairs]
         worst = [w for p in pairs for w in _worst(p, questions, answers, judgements, self.worst)]
         models = {"answer": self.llm.name, "judge": self.judge_llm.name, "questions": self.question_llm.name}
-        return EvalReport(str(self.run_dir) if self.run_dir else None, questions, summaries, pairs, worst,
-                          dict(recorder.usage), list(answers.values()), judgements, models, seconds)
+        return EvalReport(
+            str(self.run_dir) if self.run_dir else None,
+            questions,
+            summaries,
+            pairs,
+            worst,
+            dict(recorder.usage),
+            list(answers.values()),
+            judgements,
+            models,
+            seconds,
+        )
 
 
 async def aevaluate(
@@ -1416,8 +1595,12 @@ async def aevaluate(
     """
     answer_model = as_language_model(llm, name="answer-model")
     late = _LateModel(answer_model, "keywords") if keywords else None
-    built_options = ConfigurationOptions(params=params or RetrievalParams(), max_tokens=max_tokens,
-                                         keyword_llm=late, token_counter=options.get("token_counter"))
+    built_options = ConfigurationOptions(
+        params=params or RetrievalParams(),
+        max_tokens=max_tokens,
+        keyword_llm=late,
+        token_counter=options.get("token_counter"),
+    )
     built = iter(build_configurations(index, [c for c in configurations if isinstance(c, str)], built_options))
     chosen = [next(built) if isinstance(c, str) else c for c in configurations]
     if options.get("passages") is None and options.get("questions") is None:
@@ -1436,8 +1619,34 @@ def evaluate(index: PathRAGIndex, run_dir: str | Path | None, **kwargs: Any) -> 
 # -- a stand-in model ----------------------------------------------------------------------------------
 
 _CAPITALISED = re.compile(r"\b(?:[A-Z][\w'’-]+)(?: +(?:of +the +|of +|the +)?[A-Z][\w'’-]+)*")
-_STOP = {"The", "A", "An", "How", "What", "Why", "Who", "Which", "When", "Where", "In", "On", "Is", "Are", "Did",
-         "Does", "Do", "And", "Of", "To", "For", "Path", "Question", "Answer", "Relational", "Describe"}
+_STOP = {
+    "The",
+    "A",
+    "An",
+    "How",
+    "What",
+    "Why",
+    "Who",
+    "Which",
+    "When",
+    "Where",
+    "In",
+    "On",
+    "Is",
+    "Are",
+    "Did",
+    "Does",
+    "Do",
+    "And",
+    "Of",
+    "To",
+    "For",
+    "Path",
+    "Question",
+    "Answer",
+    "Relational",
+    "Describe",
+}
 
 
 _ANSWER_OPENING = "\n\n" + " ".join(ANSWER_INSTRUCTIONS.split()[:4])  # "Answer the question above"
@@ -1470,9 +1679,17 @@ class OfflineEvalModel:
             users = int(re.search(r"Imagine (\d+)", prompt).group(1))  # type: ignore[union-attr]
             tasks = int(re.search(r"name (\d+) distinct", prompt).group(1))  # type: ignore[union-attr]
             roles = ["historian", "journalist", "analyst", "student", "planner", "auditor", "teacher"]
-            return json.dumps({"users": [{"user": f"A {roles[u % len(roles)]} ({u + 1})",
-                                          "tasks": [f"task {t + 1} of user {u + 1}" for t in range(tasks)]}
-                                         for u in range(users)]})
+            return json.dumps(
+                {
+                    "users": [
+                        {
+                            "user": f"A {roles[u % len(roles)]} ({u + 1})",
+                            "tasks": [f"task {t + 1} of user {u + 1}" for t in range(tasks)],
+                        }
+                        for u in range(users)
+                    ]
+                }
+            )
         if prompt.startswith("EVALUATION SETUP: QUESTIONS"):
             count = int(re.search(r"Write (\d+) questions", prompt).group(1))  # type: ignore[union-attr]
             description = prompt.split("collection of documents:", 1)[-1].split("\nUser:", 1)[0]
@@ -1481,8 +1698,11 @@ class OfflineEvalModel:
             questions = []
             for i in range(count):
                 a, b = names[(seed + i) % len(names)], names[(seed // 7 + 3 * i + 1) % len(names)]
-                questions.append(f"How is {a} connected to {b}, and what followed from it?" if a != b
-                                 else f"What part does {a} play across the collection?")
+                questions.append(
+                    f"How is {a} connected to {b}, and what followed from it?"
+                    if a != b
+                    else f"What part does {a} play across the collection?"
+                )
             return json.dumps({"questions": questions})
         if prompt.startswith("You are judging two answers"):
             first = prompt.split("\nAnswer 1:\n", 1)[-1].split("\n\nAnswer 2:\n", 1)
@@ -1494,8 +1714,9 @@ class OfflineEvalModel:
                 "relevance": (-abs(len(one) - 600), -abs(len(two) - 600)),
                 "coherence": (-one.count("\n"), -two.count("\n")),
             }
-            verdict = {d: {"winner": 1 if s1 >= s2 else 2, "reason": "mechanical comparison"}
-                       for d, (s1, s2) in score.items()}
+            verdict = {
+                d: {"winner": 1 if s1 >= s2 else 2, "reason": "mechanical comparison"} for d, (s1, s2) in score.items()
+            }
             ones = sum(v["winner"] == 1 for v in verdict.values())
             verdict["overall"] = {"winner": 1 if ones >= 3 else 2, "reason": "majority of the dimensions"}
             return json.dumps(verdict)
@@ -1504,8 +1725,12 @@ class OfflineEvalModel:
             return json.dumps({"high_level": [], "low_level": _names(question)})
         if _ANSWER_OPENING in prompt:  # the opening every answer instruction of the core shares
             context = prompt.rsplit(_ANSWER_OPENING, 1)[0]
-            lines = [line.strip() for line in context.splitlines()[1:] if line.strip() and not line.startswith(
-                ("Path ", "Passage ", "Entity ", "Relational paths", "Source passages"))]
+            lines = [
+                line.strip()
+                for line in context.splitlines()[1:]
+                if line.strip()
+                and not line.startswith(("Path ", "Passage ", "Entity ", "Relational paths", "Source passages"))
+            ]
             words = " ".join(lines[:8]).split()[:150]
             return " ".join(words) or "The knowledge graph does not cover this question."
         return "(the offline stand-in model has no answer for this prompt)"
@@ -1541,8 +1766,10 @@ def _chart(pair: PairResult) -> str:
     esc = html.escape
     label_w, bar_w, row_h, top = 150, 560, 30, 10
     height = top + row_h * len(DIMENSIONS) + 10
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {label_w + bar_w + 170} {height}" role="img" '
-             f'aria-label="{esc(f"Win rate of {pair.a} against {pair.b} per dimension")}">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {label_w + bar_w + 170} {height}" role="img" '
+        f'aria-label="{esc(f"Win rate of {pair.a} against {pair.b} per dimension")}">'
+    ]
     for row, dimension in enumerate(DIMENSIONS):
         tally = pair.dimensions[dimension]
         y = top + row * row_h
@@ -1552,65 +1779,90 @@ def _chart(pair: PairResult) -> str:
             parts.append(f'<text class="note" x="{label_w}" y="{y + 18}">no valid judgements</text>')
             continue
         split = bar_w * rate
-        parts.append(f'<rect class="a" x="{label_w}" y="{y + 4}" width="{split:.1f}" height="20"><title>'
-                     f'{esc(pair.a)}: {tally.wins_a} of {tally.judged}</title></rect>')
-        parts.append(f'<rect class="b" x="{label_w + split:.1f}" y="{y + 4}" width="{bar_w - split:.1f}" height="20">'
-                     f'<title>{esc(pair.b)}: {tally.wins_b} of {tally.judged}</title></rect>')
+        parts.append(
+            f'<rect class="a" x="{label_w}" y="{y + 4}" width="{split:.1f}" height="20"><title>'
+            f"{esc(pair.a)}: {tally.wins_a} of {tally.judged}</title></rect>"
+        )
+        parts.append(
+            f'<rect class="b" x="{label_w + split:.1f}" y="{y + 4}" width="{bar_w - split:.1f}" height="20">'
+            f"<title>{esc(pair.b)}: {tally.wins_b} of {tally.judged}</title></rect>"
+        )
         if rate >= 0.12:
             parts.append(f'<text class="pct" x="{label_w + 6}" y="{y + 19}">{_pct(rate)}</text>')
         if rate <= 0.88:
-            parts.append(f'<text class="pct-b" x="{label_w + bar_w - 6}" y="{y + 19}" text-anchor="end">'
-                         f'{_pct(1 - rate)}</text>')
-        parts.append(f'<text class="note" x="{label_w + bar_w + 10}" y="{y + 18}">orders disagree '
-                     f'{_pct(tally.disagreement_rate)}</text>')
-    parts.append(f'<line class="axis" x1="{label_w + bar_w / 2}" y1="{top}" x2="{label_w + bar_w / 2}" '
-                 f'y2="{height - 10}"/></svg>')
+            parts.append(
+                f'<text class="pct-b" x="{label_w + bar_w - 6}" y="{y + 19}" text-anchor="end">{_pct(1 - rate)}</text>'
+            )
+        parts.append(
+            f'<text class="note" x="{label_w + bar_w + 10}" y="{y + 18}">orders disagree '
+            f"{_pct(tally.disagreement_rate)}</text>"
+        )
+    parts.append(
+        f'<line class="axis" x1="{label_w + bar_w / 2}" y1="{top}" x2="{label_w + bar_w / 2}" '
+        f'y2="{height - 10}"/></svg>'
+    )
     return "".join(parts)
 
 
 def render_html(report: EvalReport) -> str:
     """A standalone HTML page of ``report``: no scripts, no external links, charts as inline SVG."""
     esc = html.escape
-    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-           "<title>pathrag evaluation</title>", f"<style>{_REPORT_CSS}</style>", "</head>", "<body>",
-           "<h1>PathRAG evaluation</h1>",
-           f'<p class="muted">{len(report.questions)} questions · answers by {esc(report.models.get("answer", "?"))}'
-           f' · judged by {esc(report.models.get("judge", "?"))} · each pair judged in both orders'
-           f' · {report.seconds:.1f} s</p>',
-           "<h2>Configurations</h2>",
-           "<table><thead><tr><th>configuration</th><th>answered</th><th>failed</th><th>context tokens</th>"
-           "<th>prompt tokens</th><th>answer tokens</th><th>retrieval LLM tokens</th><th>latency s</th>"
-           "<th>cost</th></tr></thead><tbody>"]
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        "<title>pathrag evaluation</title>",
+        f"<style>{_REPORT_CSS}</style>",
+        "</head>",
+        "<body>",
+        "<h1>PathRAG evaluation</h1>",
+        f'<p class="muted">{len(report.questions)} questions · answers by {esc(report.models.get("answer", "?"))}'
+        f" · judged by {esc(report.models.get('judge', '?'))} · each pair judged in both orders"
+        f" · {report.seconds:.1f} s</p>",
+        "<h2>Configurations</h2>",
+        "<table><thead><tr><th>configuration</th><th>answered</th><th>failed</th><th>context tokens</th>"
+        "<th>prompt tokens</th><th>answer tokens</th><th>retrieval LLM tokens</th><th>latency s</th>"
+        "<th>cost</th></tr></thead><tbody>",
+    ]
     for c in report.configurations:
-        out.append(f"<tr><td>{esc(c.name)}<br><span class=\"muted\">{esc(c.description)}</span></td>"
-                   f'<td class="num">{c.answered}</td><td class="num">{c.failed}</td>'
-                   f'<td class="num">{c.mean_context_tokens:,.0f}</td><td class="num">{c.mean_prompt_tokens:,.0f}</td>'
-                   f'<td class="num">{c.mean_answer_tokens:,.0f}</td>'
-                   f'<td class="num">{c.mean_retrieval_tokens:,.0f}</td>'
-                   f'<td class="num">{c.mean_latency_s:.2f}</td><td class="num">{c.cost:.4f}</td></tr>')
+        out.append(
+            f'<tr><td>{esc(c.name)}<br><span class="muted">{esc(c.description)}</span></td>'
+            f'<td class="num">{c.answered}</td><td class="num">{c.failed}</td>'
+            f'<td class="num">{c.mean_context_tokens:,.0f}</td><td class="num">{c.mean_prompt_tokens:,.0f}</td>'
+            f'<td class="num">{c.mean_answer_tokens:,.0f}</td>'
+            f'<td class="num">{c.mean_retrieval_tokens:,.0f}</td>'
+            f'<td class="num">{c.mean_latency_s:.2f}</td><td class="num">{c.cost:.4f}</td></tr>'
+        )
     out.append('</tbody></table><p class="muted">Token columns are means per question.</p>')
     for pair in report.pairs:
         out.append(f'<h2><span class="key-a">{esc(pair.a)}</span> vs <span class="key-b">{esc(pair.b)}</span></h2>')
-        out.append(f'<p class="muted">Share of wins per dimension over {pair.judgements} judgements '
-                   f'({pair.invalid} invalid, {pair.missing} not judged for want of an answer). '
-                   '"Orders disagree": questions where swapping the answers changed the winner.</p>')
+        out.append(
+            f'<p class="muted">Share of wins per dimension over {pair.judgements} judgements '
+            f"({pair.invalid} invalid, {pair.missing} not judged for want of an answer). "
+            '"Orders disagree": questions where swapping the answers changed the winner.</p>'
+        )
         out.append(_chart(pair))
     losing = report.worst
     if losing:
         out.append("<h2>Worst-losing questions</h2>")
     for w in losing:
-        out.append(f"<h3>{esc(w.question.text)}</h3>"
-                   f'<p class="muted"><span class="key-a">{esc(w.a)}</span> lost {w.losses} of {w.of} '
-                   f'dimension verdicts (overall: {w.overall_losses} of 2) to <span class="key-b">{esc(w.b)}</span>'
-                   + (f" · user: {esc(w.question.user)} · task: {esc(w.question.task)}" if w.question.user else "")
-                   + "</p>")
-        out.append(f'<div class="pair"><div><strong>{esc(w.a)}</strong>\n{esc(w.answer_a)}</div>'
-                   f'<div><strong>{esc(w.b)}</strong>\n{esc(w.answer_b)}</div></div>')
+        out.append(
+            f"<h3>{esc(w.question.text)}</h3>"
+            f'<p class="muted"><span class="key-a">{esc(w.a)}</span> lost {w.losses} of {w.of} '
+            f'dimension verdicts (overall: {w.overall_losses} of 2) to <span class="key-b">{esc(w.b)}</span>'
+            + (f" · user: {esc(w.question.user)} · task: {esc(w.question.task)}" if w.question.user else "")
+            + "</p>"
+        )
+        out.append(
+            f'<div class="pair"><div><strong>{esc(w.a)}</strong>\n{esc(w.answer_a)}</div>'
+            f"<div><strong>{esc(w.b)}</strong>\n{esc(w.answer_b)}</div></div>"
+        )
         if w.reasons:
-            out.append("<p class=\"muted\">Judge (overall): " + esc(" / ".join(w.reasons)) + "</p>")
-    usage = ", ".join(f"{role}: {u.calls} calls made + {u.reused} reused, {u.prompt_tokens + u.answer_tokens:,} tokens"
-                      for role, u in report.usage.items())
+            out.append('<p class="muted">Judge (overall): ' + esc(" / ".join(w.reasons)) + "</p>")
+    usage = ", ".join(
+        f"{role}: {u.calls} calls made + {u.reused} reused, {u.prompt_tokens + u.answer_tokens:,} tokens"
+        for role, u in report.usage.items()
+    )
     out += [f'<p class="muted">Model use: {esc(usage) or "none"}.</p>', "</body>", "</html>"]
     return "\n".join(out)
-
-

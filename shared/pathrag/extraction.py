@@ -193,8 +193,9 @@ def _visible(text: str) -> str:
     unpaired surrogates (not encodable) and zero-width spaces or byte-order marks."""
     if text.isprintable():  # the usual case: nothing to remove (isprintable is false for all of them)
         return text
-    return "".join(c for c in text if c.isspace() or (unicodedata.category(c) not in ("Cc", "Cs")
-                                                      and c not in _INVISIBLE))
+    return "".join(
+        c for c in text if c.isspace() or (unicodedata.category(c) not in ("Cc", "Cs") and c not in _INVISIBLE)
+    )
 
 
 def _fit(name: str, max_bytes: int) -> str:
@@ -259,8 +260,9 @@ def check_name(name: object, *, max_bytes: int = MAX_NAME_BYTES) -> str:
     if problem is not None:
         long = isinstance(name, str) and len(name) > 60
         shown = f"{name[:40]!r}... ({len(name):,} characters)" if long else repr(name)
-        raise EntityNameError(f"entity name {shown} {problem}; pathrag.extraction.normalize_name(name) gives a name "
-                              "every store can hold")
+        raise EntityNameError(
+            f"entity name {shown} {problem}; pathrag.extraction.normalize_name(name) gives a name every store can hold"
+        )
     return name  # type: ignore[return-value]
 
 

@@ -163,9 +163,7 @@ class GraphStore(Protocol):
         """
         ...
 
-    async def aupsert_relations(
-        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None
-    ) -> None:
+    async def aupsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
         """Async twin of :meth:`upsert_relations`."""
         ...
 
@@ -280,9 +278,7 @@ class BaseGraphStore(ABC):
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
         """See :meth:`GraphStore.upsert_relations`."""
 
-    async def aupsert_relations(
-        self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None
-    ) -> None:
+    async def aupsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
         await self._sync(self.upsert_relations, list(relations), merge=merge)
 
     @abstractmethod

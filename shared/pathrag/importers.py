@@ -133,13 +133,20 @@ class _Target:
     index: PathRAGIndex | None = None
 
     @classmethod
-    def of(cls, store: GraphStore | PathRAGIndex, entity_index: VectorIndex | None,
-           relation_index: VectorIndex | None, chunk_index: VectorIndex | None) -> _Target:
+    def of(
+        cls,
+        store: GraphStore | PathRAGIndex,
+        entity_index: VectorIndex | None,
+        relation_index: VectorIndex | None,
+        chunk_index: VectorIndex | None,
+    ) -> _Target:
         given = {"entities": entity_index, "relations": relation_index, "chunks": chunk_index}
         if isinstance(store, PathRAGIndex):
             if any(index is not None and index is not store.vector_indexes[name] for name, index in given.items()):
-                raise ValueError("a PathRAGIndex imports into its own vector indexes: pass no entity_index, "
-                                 "relation_index or chunk_index with it")
+                raise ValueError(
+                    "a PathRAGIndex imports into its own vector indexes: pass no entity_index, "
+                    "relation_index or chunk_index with it"
+                )
             return cls(store.graph, store.config.directed_relations, dict(store.vector_indexes), store)
         if not isinstance(store, GraphStore):
             raise TypeError(f"expected a pathrag GraphStore or PathRAGIndex to import into, got {type(store).__name__}")
@@ -163,21 +170,40 @@ class _Collector:
             return
         self.spellings.setdefault(key, set()).add(str(name).strip())
         kind = normalize_type(str(entity_type or ""))
-        self.entities.setdefault(key, []).append(Entity(
-            name=key, type="" if kind in _UNTYPED else kind, description=_description(descriptions),
-            source_ids=_strings(source_ids)))
+        self.entities.setdefault(key, []).append(
+            Entity(
+                name=key,
+                type="" if kind in _UNTYPED else kind,
+                description=_description(descriptions),
+                source_ids=_strings(source_ids),
+            )
+        )
 
-    def relation(self, source: Any, target: Any, descriptions: Iterable[Any], keywords: Iterable[Any],
-                 weight: Any, source_ids: Iterable[Any]) -> None:
+    def relation(
+        self,
+        source: Any,
+        target: Any,
+        descriptions: Iterable[Any],
+        keywords: Iterable[Any],
+        weight: Any,
+        source_ids: Iterable[Any],
+    ) -> None:
         a, b = normalize_name(str(source)), normalize_name(str(target))
         if not a or not b or a == b:
             self.skipped += 1
             return
         for key, raw in ((a, source), (b, target)):
             self.spellings.setdefault(key, set()).add(str(raw).strip())
-        self.relations.setdefault((a, b), []).append(Relation(
-            source=a, target=b, description=_description(descriptions), keywords=split_keywords(_strings(keywords)),
-            weight=_weight(weight), source_ids=_strings(source_ids)))
+        self.relations.setdefault((a, b), []).append(
+            Relation(
+                source=a,
+                target=b,
+                description=_description(descriptions),
+                keywords=split_keywords(_strings(keywords)),
+                weight=_weight(weight),
+                source_ids=_strings(source_ids),
+            )
+        )
 
     def _mentions(self) -> dict[str, set[str]]:
         """Chunk id -> the entity names its records name (relation ends included)."""
@@ -208,19 +234,24 @@ class _Collector:
         items = {
             "entities": [entity_vector_item(e) for e in entities],
             "relations": [relation_vector_item(r, directed=directed) for r in relations],
-            "chunks": [VectorItem(cid, text, chunk_metadata(cid, mentions.get(cid, ())))
-                       for cid, text in self.chunks.items()],
+            "chunks": [
+                VectorItem(cid, text, chunk_metadata(cid, mentions.get(cid, ()))) for cid, text in self.chunks.items()
+            ],
         }
         vectors = vectors or {}
         if target.index is not None:
             # the index embeds what it rebuilds: only the vectors to reuse go in with the records (so that
             # the rebuild finds those items unchanged), and the passages; all in the records' one commit
-            put = {name: items[name] if name == "chunks" else [i for i in items[name] if i.id in vectors.get(name, {})]
-                   for name, index in indexes.items() if index is not None}
+            put = {
+                name: items[name] if name == "chunks" else [i for i in items[name] if i.id in vectors.get(name, {})]
+                for name, index in indexes.items()
+                if index is not None
+            }
             # an entity named only as a relation end goes in as a bare record citing those relations' sources
             bare = [Entity(name=e.name, source_ids=e.source_ids) for e in entities if e.name not in self.entities]
-            target.index.add_records(document_id, [*entity_records, *bare], relation_records, vector_items=put,
-                                     vectors=vectors)
+            target.index.add_records(
+                document_id, [*entity_records, *bare], relation_records, vector_items=put, vectors=vectors
+            )
             summary.vectors_reused += sum(i.id in vectors.get(name, {}) for name, got in put.items() for i in got)
         else:
             for name, index in indexes.items():
@@ -266,15 +297,25 @@ def import_lightrag(
     for name, data in graph.nodes(data=True):
         collector.entity(name, data.get("entity_type"), _split(data.get("description")), _split(data.get("source_id")))
     for a, b, data in graph.edges(data=True):
-        collector.relation(a, b, _split(data.get("description")), _split(data.get("keywords")),
-                           data.get("weight", 1.0), _split(data.get("source_id")))
+        collector.relation(
+            a,
+            b,
+            _split(data.get("description")),
+            _split(data.get("keywords")),
+            data.get("weight", 1.0),
+            _split(data.get("source_id")),
+        )
     for cid, record in chunks.items():
         text = record.get("content") if isinstance(record, Mapping) else None
         if isinstance(text, str) and text.strip():
             collector.chunks[str(cid)] = text
     vectors = _lightrag_vectors(root, target) if reuse_vectors else None
-    return collector.write(target, ImportSummary(documents=len(documents)),
-                           document_id or f"import:lightrag:{root.resolve().name}", vectors)
+    return collector.write(
+        target,
+        ImportSummary(documents=len(documents)),
+        document_id or f"import:lightrag:{root.resolve().name}",
+        vectors,
+    )
 
 
 def import_openie(
@@ -340,8 +381,11 @@ def import_openie(
                 collector.skipped += 1
         triples = doc.get("extracted_triples")
         for row in triples if isinstance(triples, list) else ():
-            if not (isinstance(row, (list, tuple)) and len(row) == 3
-                    and all(isinstance(part, str) and part.strip() for part in row)):
+            if not (
+                isinstance(row, (list, tuple))
+                and len(row) == 3
+                and all(isinstance(part, str) and part.strip() for part in row)
+            ):
                 collector.skipped += 1
                 continue
             subject, predicate, obj = (" ".join(part.split()) for part in row)
@@ -394,8 +438,14 @@ def import_graph_documents(
                     listed.add(end.id)
                     collector.entity(end.id, getattr(end, "type", ""), [], sources)
             properties = getattr(rel, "properties", None) or {}
-            collector.relation(rel.source.id, rel.target.id, [_property_description(rel)], [rel.type],
-                               properties.get("weight", 1.0), sources)
+            collector.relation(
+                rel.source.id,
+                rel.target.id,
+                [_property_description(rel)],
+                [rel.type],
+                properties.get("weight", 1.0),
+                sources,
+            )
     return collector.write(target, summary, document_id)
 
 
@@ -412,7 +462,9 @@ def import_property_graph(
     """Import a LlamaIndex ``PropertyGraphStore`` (any store with ``get()`` and ``get_triplets(ids=...)``;
     triplets are read ``batch_size`` node ids at a time). See the module docstring for the mapping."""
     if not (callable(getattr(graph_store, "get", None)) and callable(getattr(graph_store, "get_triplets", None))):
-        raise TypeError(f"expected a property graph store with get() and get_triplets(), got {type(graph_store).__name__}")
+        raise TypeError(
+            f"expected a property graph store with get() and get_triplets(), got {type(graph_store).__name__}"
+        )
     target = _Target.of(store, entity_index, relation_index, chunk_index)
     nodes = list(graph_store.get())
     triplets: dict[tuple[str, str, str], tuple[Any, Any, Any]] = {}
@@ -433,9 +485,14 @@ def import_property_graph(
             if node.id not in recorded:
                 recorded.add(node.id)
                 _llama_entity(collector, node)
-        collector.relation(subject.name, obj.name, [_property_description(relation, "relationship_description")],
-                           [relation.label], (relation.properties or {}).get("weight", 1.0),
-                           [(relation.properties or {}).get("triplet_source_id")])
+        collector.relation(
+            subject.name,
+            obj.name,
+            [_property_description(relation, "relationship_description")],
+            [relation.label],
+            (relation.properties or {}).get("weight", 1.0),
+            [(relation.properties or {}).get("triplet_source_id")],
+        )
     for node in sorted(nodes, key=lambda n: str(n.id)):
         if _is_entity(node) and node.id not in touched:  # an entity with no relation at all
             _llama_entity(collector, node)
@@ -481,8 +538,12 @@ def _is_entity(node: Any) -> bool:
 
 
 def _llama_entity(collector: _Collector, node: Any) -> None:
-    collector.entity(node.name, getattr(node, "label", ""), [_property_description(node)],
-                     [(node.properties or {}).get("triplet_source_id")])
+    collector.entity(
+        node.name,
+        getattr(node, "label", ""),
+        [_property_description(node)],
+        [(node.properties or {}).get("triplet_source_id")],
+    )
 
 
 def _read_json_object(path: Path) -> dict[str, Any]:
@@ -520,13 +581,17 @@ def _lightrag_vectors(root: Path, target: _Target) -> dict[str, dict[str, np.nda
         if index is None or not path.exists():
             continue
         if not hasattr(index, "upsert_vectors"):
-            raise TypeError(f"reuse_vectors needs vector indexes with upsert_vectors(items, vectors); "
-                            f"{type(index).__name__} has none")
+            raise TypeError(
+                f"reuse_vectors needs vector indexes with upsert_vectors(items, vectors); "
+                f"{type(index).__name__} has none"
+            )
         dim, rows = _nano_vectors(path)
         embedder = getattr(index, "embedder", None)
         if embedder is not None and rows and len(embedder.embed(["dimension check"])[0]) != dim:
-            raise ValueError(f"{path.name} holds {dim}-dimensional vectors but the {name} index embeds to another "
-                             f"dimension: reusing vectors needs the embedding model that made them")
+            raise ValueError(
+                f"{path.name} holds {dim}-dimensional vectors but the {name} index embeds to another "
+                f"dimension: reusing vectors needs the embedding model that made them"
+            )
         vectors: dict[str, np.ndarray] = {}
         for meta, vector in rows:
             if name == "entities":

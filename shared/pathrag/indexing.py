@@ -228,19 +228,30 @@ class PathRAGIndex:
             raise ValueError("pass an embedder, or all three of entity_index, relation_index and chunk_index")
         self._store: SQLiteStore | None = None
         if self.directory is not None:
-            self._store = _open_store(self.directory, self.config, embedder_name or embedder_name_of(embedder),
-                                      "external" if any(v is not None for v in given.values()) else "sqlite-exact")
+            self._store = _open_store(
+                self.directory,
+                self.config,
+                embedder_name or embedder_name_of(embedder),
+                "external" if any(v is not None for v in given.values()) else "sqlite-exact",
+            )
         store = self._store
         self.vector_indexes: dict[str, VectorIndex] = {
-            name: index if index is not None else (
-                SQLiteVectorIndex(store, name, embedder) if store is not None  # type: ignore[arg-type]
-                else InMemoryVectorIndex(embedder))  # type: ignore[arg-type]
+            name: index
+            if index is not None
+            else (
+                SQLiteVectorIndex(store, name, embedder)
+                if store is not None  # type: ignore[arg-type]
+                else InMemoryVectorIndex(embedder)
+            )  # type: ignore[arg-type]
             for name, index in given.items()
         }
         self._owns_graph = graph is None
         if graph is None:
-            graph = (SQLiteGraphStore(store, directed_relations=self.config.directed_relations) if store is not None
-                     else NetworkXGraphStore(directed_relations=self.config.directed_relations))
+            graph = (
+                SQLiteGraphStore(store, directed_relations=self.config.directed_relations)
+                if store is not None
+                else NetworkXGraphStore(directed_relations=self.config.directed_relations)
+            )
         self.graph = graph
         # Document and chunk records: rows of the store fetched on first use (a retrieval never needs
         # them, a write only its own), or dicts in memory.
@@ -254,12 +265,21 @@ class PathRAGIndex:
         self.summaries = StringTable(store, "summaries", "text")  # apart from the optional cache: deletes must not pay
         self._cache = StringTable(store, "llm_cache", "answer", packed=True)  # kept compressed: rarely read
         config = self.config
-        self._llm_calls = LLMCaller(self._cache, use_cache=config.cache, max_attempts=config.max_attempts,
-                                    retry_initial_wait=config.retry_initial_wait,
-                                    retry_max_wait=config.retry_max_wait, token_counter=config.token_counter)
-        self._summariser = Summariser(self.summaries, threshold_tokens=config.summary_threshold_tokens,
-                                      max_words=config.summary_max_words, language=config.extraction.language,
-                                      token_counter=config.token_counter)
+        self._llm_calls = LLMCaller(
+            self._cache,
+            use_cache=config.cache,
+            max_attempts=config.max_attempts,
+            retry_initial_wait=config.retry_initial_wait,
+            retry_max_wait=config.retry_max_wait,
+            token_counter=config.token_counter,
+        )
+        self._summariser = Summariser(
+            self.summaries,
+            threshold_tokens=config.summary_threshold_tokens,
+            max_words=config.summary_max_words,
+            language=config.extraction.language,
+            token_counter=config.token_counter,
+        )
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     # -- the document and chunk tables, loaded on first use ------------------------------------------
@@ -417,8 +437,10 @@ class PathRAGIndex:
         vector_items, vectors = vector_items or {}, vectors or {}
         for name, known in vectors.items():
             if known and not hasattr(self.vector_indexes[name], "upsert_vectors"):
-                raise TypeError(f"reusing vectors needs a vector index with upsert_vectors(), not "
-                                f"{type(self.vector_indexes[name]).__name__}")
+                raise TypeError(
+                    f"reusing vectors needs a vector index with upsert_vectors(), not "
+                    f"{type(self.vector_indexes[name]).__name__}"
+                )
         async with self._writing():
             entity_rows = [e.model_dump(mode="json") for e in entities]
             relation_rows = [r.model_dump(mode="json") for r in relations]
@@ -439,11 +461,21 @@ class PathRAGIndex:
                     await aput_vectors(self._written_index(name), items, vectors.get(name, {}))
                 rebuilt = await self._rebuild([cid, *sorted(released)], run)
                 await self._sync_chunk_vectors([], released)
-            return InsertSummary(documents=1, chunks=1, entities=len(rebuilt.entities),
-                                 relations=len(rebuilt.relations), llm_calls=run.calls)
+            return InsertSummary(
+                documents=1,
+                chunks=1,
+                entities=len(rebuilt.entities),
+                relations=len(rebuilt.relations),
+                llm_calls=run.calls,
+            )
 
-    def add_records(self, document_id: str, entities: Sequence[Entity], relations: Sequence[Relation],
-                    **vector_items_and_vectors: Any) -> InsertSummary:
+    def add_records(
+        self,
+        document_id: str,
+        entities: Sequence[Entity],
+        relations: Sequence[Relation],
+        **vector_items_and_vectors: Any,
+    ) -> InsertSummary:
         """Sync twin of :meth:`aadd_records`."""
         return run_sync(self.aadd_records(document_id, entities, relations, **vector_items_and_vectors))
 
@@ -453,15 +485,29 @@ class PathRAGIndex:
         The index's LLM extracts the query keywords unless ``keyword_llm=False``. The answer comes from one
         committed state, whatever writes run meanwhile (see :meth:`aread_committed`).
         """
-        return self.read_committed(lambda graph, indexes: retrieve(
-            query, graph=graph, entity_index=indexes["entities"], passage_index=indexes["chunks"],
-            llm=self.llm if keyword_llm else None, **params))
+        return self.read_committed(
+            lambda graph, indexes: retrieve(
+                query,
+                graph=graph,
+                entity_index=indexes["entities"],
+                passage_index=indexes["chunks"],
+                llm=self.llm if keyword_llm else None,
+                **params,
+            )
+        )
 
     async def aretrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
         """Async twin of :meth:`retrieve`."""
-        return await self.aread_committed(lambda graph, indexes: aretrieve(
-            query, graph=graph, entity_index=indexes["entities"], passage_index=indexes["chunks"],
-            llm=self.llm if keyword_llm else None, **params))
+        return await self.aread_committed(
+            lambda graph, indexes: aretrieve(
+                query,
+                graph=graph,
+                entity_index=indexes["entities"],
+                passage_index=indexes["chunks"],
+                llm=self.llm if keyword_llm else None,
+                **params,
+            )
+        )
 
     async def aread_committed(self, read: Callable[[GraphStore, Mapping[str, VectorIndex]], Awaitable[T]]) -> T:
         """``await read(graph, vector_indexes)`` on one committed state of the index, while writes go on.
@@ -578,23 +624,27 @@ class PathRAGIndex:
         if isinstance(self.graph, (SQLiteGraphStore, NetworkXGraphStore)):
             stored = {e.name for e in self.graph.iter_entities()}
             stored_keys = {relation_key(r.source, r.target, directed=directed) for r in self.graph.iter_relations()}
-            for label, extra, missing in (("entities", stored - names, names - stored),
-                                          ("relations", stored_keys - keys, keys - stored_keys)):
+            for label, extra, missing in (
+                ("entities", stored - names, names - stored),
+                ("relations", stored_keys - keys, keys - stored_keys),
+            ):
                 if extra:
                     problems.append(f"{len(extra)} {label} no live document mentions, e.g. {sorted(extra)[0]}")
                 if missing:
-                    problems.append(f"{len(missing)} {label} of live documents missing from the graph, "
-                                    f"e.g. {sorted(missing)[0]}")
-        wanted = {"entities": {entity_vector_id(n) for n in names},
-                  "relations": {relation_vector_id(k) for k in keys},
-                  "chunks": {c for c, chunk in self.chunks.items() if chunk.refs and chunk.text}}
+                    problems.append(
+                        f"{len(missing)} {label} of live documents missing from the graph, e.g. {sorted(missing)[0]}"
+                    )
+        wanted = {
+            "entities": {entity_vector_id(n) for n in names},
+            "relations": {relation_vector_id(k) for k in keys},
+            "chunks": {c for c, chunk in self.chunks.items() if chunk.refs and chunk.text},
+        }
         for name, index in self.vector_indexes.items():
             if isinstance(index, (SQLiteVectorIndex, InMemoryVectorIndex)):
                 held = set(index.ids())
                 want = wanted[name] | (held & passages if name == "chunks" else set())
                 if held != want:
-                    problems.append(f"{name} vectors: {len(want - held)} missing, "
-                                    f"{len(held - want)} without an owner")
+                    problems.append(f"{name} vectors: {len(want - held)} missing, {len(held - want)} without an owner")
         return problems
 
     def stats(self) -> dict[str, int]:
@@ -603,28 +653,45 @@ class PathRAGIndex:
         passages an importer put in the chunk index), ``entities`` and ``relations``."""
         if self._store is not None:
             store = self._store
-            (documents,), = store.read("SELECT COUNT(*) FROM documents")
+            ((documents,),) = store.read("SELECT COUNT(*) FROM documents")
             # an import's records live in a chunk without text: it is not a passage
-            (chunks,), = store.read("SELECT COUNT(DISTINCT d.chunk_id) FROM doc_chunks d "
-                                    "JOIN chunks c ON c.id = d.chunk_id WHERE c.text != ''")
-            records = store.read("SELECT d.doc_id, c.id, c.records FROM doc_chunks d "
-                                 "JOIN chunks c ON c.id = d.chunk_id WHERE c.text = '' AND c.id LIKE 'records-%'")
+            ((chunks,),) = store.read(
+                "SELECT COUNT(DISTINCT d.chunk_id) FROM doc_chunks d "
+                "JOIN chunks c ON c.id = d.chunk_id WHERE c.text != ''"
+            )
+            records = store.read(
+                "SELECT d.doc_id, c.id, c.records FROM doc_chunks d "
+                "JOIN chunks c ON c.id = d.chunk_id WHERE c.text = '' AND c.id LIKE 'records-%'"
+            )
             held = [_record_chunk(cid, blob) for _, cid, blob in records]
             # an import's passages: chunk vectors without a chunk row, cited by a live import's records
             passages = cited(held)
-            imported = sum(vid in passages for (vid,) in store.read(
-                "SELECT v.id FROM vectors v WHERE v.space = 'chunks' "
-                "AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = v.id)"))
-            counts = {"documents": documents, "chunks": chunks + imported,
-                      "imports": len({doc_id for doc_id, _, _ in records})}
+            imported = sum(
+                vid in passages
+                for (vid,) in store.read(
+                    "SELECT v.id FROM vectors v WHERE v.space = 'chunks' "
+                    "AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = v.id)"
+                )
+            )
+            counts = {
+                "documents": documents,
+                "chunks": chunks + imported,
+                "imports": len({doc_id for doc_id, _, _ in records}),
+            }
         else:
             live = {cid: c for cid, c in self.chunks.items() if c.refs}
             held = [c for cid, c in live.items() if not c.text and cid.startswith("records-")]
             own, passages = self.chunk_index, cited(held)
-            imported = (sum(cid in passages and cid not in self.chunks for cid in own.ids())
-                        if isinstance(own, InMemoryVectorIndex) else 0)
-            counts = {"documents": len(self.documents), "chunks": sum(1 for c in live.values() if c.text) + imported,
-                      "imports": len({doc_id for c in held for doc_id in c.refs})}
+            imported = (
+                sum(cid in passages and cid not in self.chunks for cid in own.ids())
+                if isinstance(own, InMemoryVectorIndex)
+                else 0
+            )
+            counts = {
+                "documents": len(self.documents),
+                "chunks": sum(1 for c in live.values() if c.text) + imported,
+                "imports": len({doc_id for c in held for doc_id in c.refs}),
+            }
         counts["records"] = sum(len(c.entities) + len(c.relations) for c in held)
         if isinstance(self.graph, NetworkXGraphStore):
             counts.update(entities=len(self.graph.graph), relations=self.graph.graph.number_of_edges())
@@ -644,8 +711,9 @@ class PathRAGIndex:
             content = doc.content_hash()
             doc_id = doc.id or f"doc-{content}"
             if given.setdefault(doc_id, content) != content:
-                raise ValueError(f"document id {doc_id!r} appears twice in one insert with different texts: "
-                                 "pass one version per id")
+                raise ValueError(
+                    f"document id {doc_id!r} appears twice in one insert with different texts: pass one version per id"
+                )
             known = self.documents.get(doc_id)
             if not doc.chunk_texts() and known is None:
                 continue  # an empty document nobody knows: nothing to do
@@ -683,8 +751,10 @@ class PathRAGIndex:
                     self._records.set_document(doc_id, None)
                     summary.removed += 1
                     continue
-                self._records.set_document(doc_id, DocumentRecord(content, chunk_ids, doc.metadata,
-                                                                  sorted(c for c in chunk_ids if c in failed)))
+                self._records.set_document(
+                    doc_id,
+                    DocumentRecord(content, chunk_ids, doc.metadata, sorted(c for c in chunk_ids if c in failed)),
+                )
                 summary.documents += 1
             summary.chunks = len(dict.fromkeys(touched_chunks))
             released -= set(touched_chunks)
@@ -707,21 +777,25 @@ class PathRAGIndex:
 
         async def one(cid: str, text: str, doc_ids: list[str]) -> None:
             try:
-                done = await extract_records(text, lambda p: self._ask(p, run), self.config.extraction,
-                                             chunk_id=cid)
+                done = await extract_records(text, lambda p: self._ask(p, run), self.config.extraction, chunk_id=cid)
             except Exception as exc:  # reported and skipped: one bad chunk must not sink the run
                 logger.warning("chunk %s failed after retries: %r", cid, exc)
                 summary.failures.append(ChunkFailure(cid, tuple(doc_ids), f"{type(exc).__name__}: {exc}"))
                 failed.add(cid)
             else:
-                self._records.store_chunk(cid, text, [e.model_dump(mode="json") for e in done.result.entities],
-                                  [r.model_dump(mode="json") for r in done.result.relations])
+                self._records.store_chunk(
+                    cid,
+                    text,
+                    [e.model_dump(mode="json") for e in done.result.entities],
+                    [r.model_dump(mode="json") for r in done.result.relations],
+                )
                 summary.chunks_extracted += 1
                 counts["entities"] += len(done.result.entities)
                 counts["relations"] += len(done.result.relations)
             progress.update(1)
-            progress.set_postfix(calls=run.calls, tokens=run.prompt_tokens + run.completion_tokens,
-                                 **counts, refresh=False)
+            progress.set_postfix(
+                calls=run.calls, tokens=run.prompt_tokens + run.completion_tokens, **counts, refresh=False
+            )
 
         tasks = [asyncio.ensure_future(one(cid, text, doc_ids)) for cid, (text, doc_ids) in planned.items()]
         try:
@@ -754,7 +828,10 @@ class PathRAGIndex:
                 summary.documents += 1
             summary.chunks = len(released)
             rebuilt = await self._rebuild(sorted(released), run)
-            summary.entities_removed, summary.relations_removed = len(rebuilt.gone_entities), len(rebuilt.gone_relations)
+            summary.entities_removed, summary.relations_removed = (
+                len(rebuilt.gone_entities),
+                len(rebuilt.gone_relations),
+            )
             summary.entities_updated, summary.relations_updated = len(rebuilt.entities), len(rebuilt.relations)
             await self._sync_chunk_vectors([], released)
         summary.llm_calls = run.calls
@@ -770,10 +847,15 @@ class PathRAGIndex:
     async def _rebuild(self, chunk_ids: Sequence[str], run: OperationCalls) -> Rebuilt:
         """Recompute every entity and relation mentioned by ``chunk_ids`` from the live chunks."""
         ask = (lambda prompt: self._ask(prompt, run)) if self.llm is not None else None
-        return await rebuild(chunk_ids, self._records, self._written_graph(), self._written_index("entities"),
-                             self._written_index("relations"),
-                             lambda item, label, records: self._summariser.summarise(item, label, records, ask),
-                             directed=self.config.directed_relations)
+        return await rebuild(
+            chunk_ids,
+            self._records,
+            self._written_graph(),
+            self._written_index("entities"),
+            self._written_index("relations"),
+            lambda item, label, records: self._summariser.summarise(item, label, records, ask),
+            directed=self.config.directed_relations,
+        )
 
     async def _sync_chunk_vectors(self, added: Sequence[str], released: set[str]) -> None:
         await sync_chunk_vectors(self._records, self._written_index("chunks"), added, released)
@@ -790,18 +872,26 @@ class PathRAGIndex:
         staging = target / ".saving"
         shutil.rmtree(staging, ignore_errors=True)
         store = SQLiteStore(staging)
-        vectors = {name: index.rows() for name, index in self.vector_indexes.items()
-                   if isinstance(index, InMemoryVectorIndex)}
+        vectors = {
+            name: index.rows() for name, index in self.vector_indexes.items() if isinstance(index, InMemoryVectorIndex)
+        }
         graph = self.graph if self._owns_graph and isinstance(self.graph, NetworkXGraphStore) else None
         try:
             write_snapshot(
-                store, documents={doc_id: doc.row() for doc_id, doc in self.documents.items()},
+                store,
+                documents={doc_id: doc.row() for doc_id, doc in self.documents.items()},
                 chunks=(c.row() for c in self.chunks.values()),
-                summaries=dict(self.summaries.items()), cache=dict(self._cache.items()) if self.config.cache else {},
-                entities=graph.iter_entities() if graph else (), relations=graph.iter_relations() if graph else (),
-                vectors=vectors, meta={"pathrag_version": PATHRAG_VERSION,
-                                       "directed_relations": int(self.config.directed_relations),
-                                       **({"embedder": name} if (name := self._embedder_name()) else {})})
+                summaries=dict(self.summaries.items()),
+                cache=dict(self._cache.items()) if self.config.cache else {},
+                entities=graph.iter_entities() if graph else (),
+                relations=graph.iter_relations() if graph else (),
+                vectors=vectors,
+                meta={
+                    "pathrag_version": PATHRAG_VERSION,
+                    "directed_relations": int(self.config.directed_relations),
+                    **({"embedder": name} if (name := self._embedder_name()) else {}),
+                },
+            )
         finally:
             store.close()
         for suffix in ("-wal", "-shm"):
@@ -812,8 +902,6 @@ class PathRAGIndex:
     def _embedder_name(self) -> str | None:
         index = self.entity_index
         return embedder_name_of(index.embedder) if isinstance(index, InMemoryVectorIndex) else None
-
-
 
 
 def _record_chunk(cid: str, blob: bytes | str) -> ChunkRecord:
@@ -830,11 +918,16 @@ def _open_store(directory: Path, config: IndexConfig, embedder: str | None, vect
     recorded = meta.get("embedder")
     if recorded and embedder and recorded != embedder:
         store.close()
-        raise StoreError(f"the store {directory} was built with the embeddings {recorded!r}, not {embedder!r}: "
-                         "open it with the same embeddings, or use another directory")
-    wanted = {"pathrag_version": PATHRAG_VERSION, "vector_index": vector_kind,
-              **({"embedder": embedder} if embedder and not recorded else {}),
-              **({} if "directed_relations" in meta else {"directed_relations": int(config.directed_relations)})}
+        raise StoreError(
+            f"the store {directory} was built with the embeddings {recorded!r}, not {embedder!r}: "
+            "open it with the same embeddings, or use another directory"
+        )
+    wanted = {
+        "pathrag_version": PATHRAG_VERSION,
+        "vector_index": vector_kind,
+        **({"embedder": embedder} if embedder and not recorded else {}),
+        **({} if "directed_relations" in meta else {"directed_relations": int(config.directed_relations)}),
+    }
     changed = {k: v for k, v in wanted.items() if meta.get(k) != str(v)}
     if changed:
         try:
@@ -867,8 +960,9 @@ VECTOR_BATCH = 256
 """Items per vector upsert: keeps each embedding request a sensible size."""
 
 
-async def aput_vectors(index: VectorIndex, items: Sequence[VectorItem],
-                       vectors: Mapping[str, Sequence[float]] | None = None) -> int:
+async def aput_vectors(
+    index: VectorIndex, items: Sequence[VectorItem], vectors: Mapping[str, Sequence[float]] | None = None
+) -> int:
     """Upsert ``items``: those with a vector in ``vectors`` stored as given (no embedding), the rest
     embedded, :data:`VECTOR_BATCH` at a time. Returns how many reused a vector.
 

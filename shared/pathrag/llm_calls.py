@@ -37,9 +37,16 @@ class LLMCaller:
     """Asks a model, behind ``cache`` (when ``use_cache``), the operation's concurrency limit, and up to
     ``max_attempts`` attempts with random exponential back-off."""
 
-    def __init__(self, cache: StringTable, *, use_cache: bool = True, max_attempts: int = 4,
-                 retry_initial_wait: float = 1.0, retry_max_wait: float = 30.0,
-                 token_counter: TokenCounter | None = None) -> None:
+    def __init__(
+        self,
+        cache: StringTable,
+        *,
+        use_cache: bool = True,
+        max_attempts: int = 4,
+        retry_initial_wait: float = 1.0,
+        retry_max_wait: float = 30.0,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
         self.cache = cache
         self.use_cache = use_cache
         self.max_attempts = max_attempts

@@ -100,12 +100,15 @@ def merge_records(
     relation_records: dict[tuple[str, str], list[Relation]] = {}
     derived: dict[str, list[str]] = {}
     for relation in relations:
-        relation_records.setdefault(relation_key(relation.source, relation.target, directed=directed),
-                                    []).append(relation)
+        relation_records.setdefault(relation_key(relation.source, relation.target, directed=directed), []).append(
+            relation
+        )
         if endpoint_sources is None:
             for end in (relation.source, relation.target):
                 derived.setdefault(end, []).extend(relation.source_ids)
     extra: Mapping[str, Iterable[str]] = derived if endpoint_sources is None else endpoint_sources
-    merged_entities = [merge_entity(name, entity_records.get(name, []), extra_source_ids=extra.get(name, ()))
-                       for name in dict.fromkeys([*entity_records, *extra])]
+    merged_entities = [
+        merge_entity(name, entity_records.get(name, []), extra_source_ids=extra.get(name, ()))
+        for name in dict.fromkeys([*entity_records, *extra])
+    ]
     return merged_entities, [merge_relation(records) for records in relation_records.values()]

@@ -152,8 +152,14 @@ class RetrievedItem:
 
     def metadata(self) -> dict[str, Any]:
         """JSON-friendly metadata for a framework document or node."""
-        return {"kind": self.kind, "id": self.id, "score": self.score, "nodes": list(self.nodes),
-                "hops": self.hops, "source_ids": list(self.source_ids)}
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "score": self.score,
+            "nodes": list(self.nodes),
+            "hops": self.hops,
+            "source_ids": list(self.source_ids),
+        }
 
 
 @dataclass

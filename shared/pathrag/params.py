@@ -58,8 +58,9 @@ class PathParams:
     def __post_init__(self) -> None:
         if not (isinstance(self.alpha, (int, float)) and not isinstance(self.alpha, bool) and 0 < self.alpha <= 1):
             raise ValueError(f"alpha must be in (0, 1], got {self.alpha!r}")
-        if not (isinstance(self.theta, (int, float)) and not isinstance(self.theta, bool)
-                and 0 <= self.theta < math.inf):
+        if not (
+            isinstance(self.theta, (int, float)) and not isinstance(self.theta, bool) and 0 <= self.theta < math.inf
+        ):
             raise ValueError(f"theta must be a finite number >= 0, got {self.theta!r}")
         if self.max_hops is not None and not (_is_int(self.max_hops) and self.max_hops >= 1):
             raise ValueError(f"max_hops must be a positive int or None, got {self.max_hops!r}")

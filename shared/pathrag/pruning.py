@@ -25,8 +25,7 @@ of every seed's propagation is answered by one batched :meth:`GraphStore.neighbo
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Generator, Iterable, Mapping
-from collections.abc import Hashable
+from collections.abc import Collection, Generator, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,7 +193,9 @@ def _propagate(
     return runs
 
 
-def _search(seeds: Iterable[str], params: PathParams) -> Generator[Request, Mapping[str, Neighborhood], list[ScoredPath]]:
+def _search(
+    seeds: Iterable[str], params: PathParams
+) -> Generator[Request, Mapping[str, Neighborhood], list[ScoredPath]]:
     top_k, paths_per_pair = params.top_k, params.paths_per_pair
     if isinstance(seeds, str):
         raise TypeError("seeds must be a collection of node names, not a single string")

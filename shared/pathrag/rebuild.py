@@ -46,8 +46,15 @@ class Summariser:
     """Replaces a merged description longer than ``threshold_tokens`` with an LLM summary, remembered in
     ``summaries`` by its exact prompt (so a rebuild of the same records never asks again)."""
 
-    def __init__(self, summaries: StringTable, *, threshold_tokens: int = 500, max_words: int = 150,
-                 language: str = "English", token_counter: TokenCounter | None = None) -> None:
+    def __init__(
+        self,
+        summaries: StringTable,
+        *,
+        threshold_tokens: int = 500,
+        max_words: int = 150,
+        language: str = "English",
+        token_counter: TokenCounter | None = None,
+    ) -> None:
         self.summaries = summaries
         self.threshold_tokens = threshold_tokens
         self.max_words = max_words
@@ -117,18 +124,27 @@ async def rebuild(
     # have no text to cite)
     merged_entities, merged_relations = merge_records(
         (e for group in entity_records.values() for e in group),
-        (r for group in relation_records.values() for r in group), directed=directed,
-        endpoint_sources={n: [c for c in ids if records.chunks[c].text] for n, ids in endpoint_chunks.items()})
+        (r for group in relation_records.values() for r in group),
+        directed=directed,
+        endpoint_sources={n: [c for c in ids if records.chunks[c].text] for n, ids in endpoint_chunks.items()},
+    )
     by_name = {e.name: e for e in merged_entities}
     by_key = {relation_key(r.source, r.target, directed=directed): r for r in merged_relations}
     names, keys = sorted(touched_entities), sorted(touched_relations)
     gone_entities = [n for n in names if n not in by_name]
     gone_relations = [k for k in keys if k not in by_key]
-    entities = list(await asyncio.gather(*(
-        summarise(by_name[n], n, entity_records.get(n, [])) for n in names if n in by_name)))
-    relations = list(await asyncio.gather(*(
-        summarise(by_key[k], f"{by_key[k].source} -> {by_key[k].target}", relation_records[k])
-        for k in keys if k in by_key)))
+    entities = list(
+        await asyncio.gather(*(summarise(by_name[n], n, entity_records.get(n, [])) for n in names if n in by_name))
+    )
+    relations = list(
+        await asyncio.gather(
+            *(
+                summarise(by_key[k], f"{by_key[k].source} -> {by_key[k].target}", relation_records[k])
+                for k in keys
+                if k in by_key
+            )
+        )
+    )
 
     await graph.adelete_relations(gone_relations)
     await graph.adelete_entities(gone_entities)
@@ -142,8 +158,9 @@ async def rebuild(
     return Rebuilt(entities, relations, gone_entities, gone_relations)
 
 
-async def sync_chunk_vectors(records: RecordTables, chunk_index: VectorIndex, added: Sequence[str],
-                             released: set[str]) -> None:
+async def sync_chunk_vectors(
+    records: RecordTables, chunk_index: VectorIndex, added: Sequence[str], released: set[str]
+) -> None:
     """Embed the chunks that became live (``added``); of the ``released`` ones, drop those no document
     claims any more: their vectors, the passages only their records cited (an import's), and the chunks."""
     chunks = records.chunks
@@ -154,6 +171,10 @@ async def sync_chunk_vectors(records: RecordTables, chunk_index: VectorIndex, ad
     if dropped:
         dropped -= cited(records.live_record_chunks())
         await chunk_index.adelete(sorted(cid for cid in dropped if cid not in chunks))
-    await chunk_index.aupsert([VectorItem(cid, chunks[cid].text, chunk_metadata(cid, chunks[cid].mentioned()))
-                               for cid in dict.fromkeys(added)])
+    await chunk_index.aupsert(
+        [
+            VectorItem(cid, chunks[cid].text, chunk_metadata(cid, chunks[cid].mentioned()))
+            for cid in dict.fromkeys(added)
+        ]
+    )
     records.drop_chunks(gone)

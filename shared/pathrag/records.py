@@ -89,8 +89,11 @@ class LazyRows(MutableMapping[str, V]):
     """Rows of a store table, fetched by key on first use and then kept with this process's changes;
     iterating fetches the rest. Without ``fetch`` it is a plain dict (an in-memory index)."""
 
-    def __init__(self, fetch: Callable[[list[str]], dict[str, V]] | None = None,
-                 fetch_all: Callable[[], dict[str, V]] | None = None) -> None:
+    def __init__(
+        self,
+        fetch: Callable[[list[str]], dict[str, V]] | None = None,
+        fetch_all: Callable[[], dict[str, V]] | None = None,
+    ) -> None:
         self._rows: dict[str, V] = {}
         self._absent: set[str] = set()  # known not to exist (or deleted here): never fetched again
         self._fetch, self._fetch_all = fetch, fetch_all
@@ -142,12 +145,16 @@ class LazyRows(MutableMapping[str, V]):
 def _fetch_documents(store: SQLiteStore, ids: list[str] | None) -> dict[str, DocumentRecord]:
     """Document rows (all of them for ``ids=None``) with their chunk lists, as the writer sees them."""
     where, params = ("WHERE id IN (SELECT value FROM json_each(?))", (dumps(ids),)) if ids is not None else ("", ())
-    docs = {doc_id: DocumentRecord(content, [], json.loads(metadata), json.loads(failed))
-            for doc_id, content, metadata, failed in store.wread(
-                f"SELECT id, hash, metadata, failed FROM documents {where} ORDER BY rowid", params)}
+    docs = {
+        doc_id: DocumentRecord(content, [], json.loads(metadata), json.loads(failed))
+        for doc_id, content, metadata, failed in store.wread(
+            f"SELECT id, hash, metadata, failed FROM documents {where} ORDER BY rowid", params
+        )
+    }
     where = where.replace("WHERE id", "WHERE doc_id")
-    for doc_id, _, cid in store.wread(f"SELECT doc_id, position, chunk_id FROM doc_chunks {where} "
-                                      "ORDER BY doc_id, position", params):
+    for doc_id, _, cid in store.wread(
+        f"SELECT doc_id, position, chunk_id FROM doc_chunks {where} ORDER BY doc_id, position", params
+    ):
         if doc_id in docs:
             docs[doc_id].chunks.append(cid)
     return docs
@@ -196,8 +203,9 @@ class RecordTables:
         store = self._store
         if store is None:
             return
-        self.documents = LazyRows(functools.partial(_fetch_documents, store),
-                                  functools.partial(_fetch_documents, store, None))
+        self.documents = LazyRows(
+            functools.partial(_fetch_documents, store), functools.partial(_fetch_documents, store, None)
+        )
         self.chunks = LazyRows(functools.partial(_fetch_chunks, store), functools.partial(_fetch_chunks, store, None))
 
     # -- chunks ------------------------------------------------------------------------------------
@@ -207,8 +215,7 @@ class RecordTables:
         names = chunk.mentioned()
         if self._store is not None:
             if not forget:
-                self._store.executemany("INSERT OR IGNORE INTO mentions VALUES (?, ?)",
-                                        [(n, chunk.id) for n in names])
+                self._store.executemany("INSERT OR IGNORE INTO mentions VALUES (?, ?)", [(n, chunk.id) for n in names])
             return  # forgetting: the chunk's rows go with it (see drop_chunks)
         for name in names:
             if forget:
@@ -220,8 +227,9 @@ class RecordTables:
             else:
                 self._mentions.setdefault(name, set()).add(chunk.id)
 
-    def store_chunk(self, cid: str, text: str, entities: list[dict[str, Any]],
-                    relations: list[dict[str, Any]]) -> ChunkRecord:
+    def store_chunk(
+        self, cid: str, text: str, entities: list[dict[str, Any]], relations: list[dict[str, Any]]
+    ) -> ChunkRecord:
         """Keep a chunk's extraction records and write them at once (no document claims it yet).
 
         Outside a commit this is its own tiny transaction: a crash later on does not lose the LLM's work.
@@ -231,8 +239,9 @@ class RecordTables:
         self._keep_chunk(cid)
         if self._store is not None:
             with self._store.transaction():  # the chunk and its mentions: both or neither survive a crash
-                self._store.execute("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)",
-                                    (cid, text, pack_records(entities, relations)))
+                self._store.execute(
+                    "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)", (cid, text, pack_records(entities, relations))
+                )
                 self._store.execute("DELETE FROM mentions WHERE chunk_id = ?", (cid,))
                 self.note_mentions(record)
         else:
@@ -268,28 +277,40 @@ class RecordTables:
                 self.note_mentions(chunk, forget=True)
         if self._store is not None and gone:
             self._store.execute("DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?))", (dumps(gone),))
-            self._store.execute("DELETE FROM mentions WHERE chunk_id IN (SELECT value FROM json_each(?))",
-                                (dumps(gone),))
+            self._store.execute(
+                "DELETE FROM mentions WHERE chunk_id IN (SELECT value FROM json_each(?))", (dumps(gone),)
+            )
 
     def live_chunks_mentioning(self, names: Iterable[str]) -> list[ChunkRecord]:
         """The live chunks mentioning any of ``names``, in a stable order: by document (sorted id), then
         position in it. Only those chunks are read, so a write costs the same whatever the store's size."""
         chunks = self.chunks
         if self._store is not None:
-            candidates = {cid for cid, in self._store.wread(
-                "SELECT DISTINCT chunk_id FROM mentions WHERE name IN (SELECT value FROM json_each(?))",
-                (dumps(sorted(names)),))}
+            candidates = {
+                cid
+                for (cid,) in self._store.wread(
+                    "SELECT DISTINCT chunk_id FROM mentions WHERE name IN (SELECT value FROM json_each(?))",
+                    (dumps(sorted(names)),),
+                )
+            }
             chunks.prefetch(candidates)
         else:
             candidates = set().union(*(self._mentions.get(n, ()) for n in names))
-        order = {cid: (doc_id, position) for cid in candidates if (chunk := chunks.get(cid)) and chunk.refs
-                 for doc_id, position in [min(chunk.refs.items())]}
+        order = {
+            cid: (doc_id, position)
+            for cid in candidates
+            if (chunk := chunks.get(cid)) and chunk.refs
+            for doc_id, position in [min(chunk.refs.items())]
+        }
         return [chunks[cid] for cid in sorted(order, key=order.__getitem__)]
 
     def live_record_chunks(self) -> list[ChunkRecord]:
         """The record chunks (imports, :meth:`~pathrag.PathRAGIndex.add_records`) some document still claims."""
-        ids = ([row[0] for row in self._store.wread("SELECT id FROM chunks WHERE id LIKE 'records-%'")]
-               if self._store is not None else [cid for cid in self.chunks if cid.startswith("records-")])
+        ids = (
+            [row[0] for row in self._store.wread("SELECT id FROM chunks WHERE id LIKE 'records-%'")]
+            if self._store is not None
+            else [cid for cid in self.chunks if cid.startswith("records-")]
+        )
         return [chunk for cid in ids if (chunk := self.chunks.get(cid)) is not None and chunk.refs]
 
     def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
@@ -298,11 +319,14 @@ class RecordTables:
         if self._store is not None:
             rows = self._store.read(
                 "SELECT c.id, c.text FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?)) AND c.text != '' "
-                "AND EXISTS (SELECT 1 FROM doc_chunks d WHERE d.chunk_id = c.id)", (dumps(ids),))
+                "AND EXISTS (SELECT 1 FROM doc_chunks d WHERE d.chunk_id = c.id)",
+                (dumps(ids),),
+            )
             found = dict(rows)
             return {cid: found[cid] for cid in ids if cid in found}
-        return {cid: chunk.text for cid in ids
-                if (chunk := self.chunks.get(cid)) is not None and chunk.refs and chunk.text}
+        return {
+            cid: chunk.text for cid in ids if (chunk := self.chunks.get(cid)) is not None and chunk.refs and chunk.text
+        }
 
     # -- documents ---------------------------------------------------------------------------------
 
@@ -329,10 +353,14 @@ class RecordTables:
         store.execute("DELETE FROM doc_chunks WHERE doc_id IN (SELECT value FROM json_each(?))", (ids,))
         store.execute("DELETE FROM documents WHERE id IN (SELECT value FROM json_each(?))", (ids,))
         kept = [(d, self.documents[d]) for d in dirty if d in self.documents]
-        store.executemany("INSERT INTO documents VALUES (?, ?, ?, ?)", [
-            (d, doc.hash, dumps(doc.metadata), dumps(doc.failed)) for d, doc in kept])
-        store.executemany("INSERT INTO doc_chunks VALUES (?, ?, ?)", [
-            (d, position, cid) for d, doc in kept for position, cid in enumerate(doc.chunks)])
+        store.executemany(
+            "INSERT INTO documents VALUES (?, ?, ?, ?)",
+            [(d, doc.hash, dumps(doc.metadata), dumps(doc.failed)) for d, doc in kept],
+        )
+        store.executemany(
+            "INSERT INTO doc_chunks VALUES (?, ?, ?)",
+            [(d, position, cid) for d, doc in kept for position, cid in enumerate(doc.chunks)],
+        )
         self._dirty = set()
 
     # -- an in-memory index's rollback -------------------------------------------------------------

@@ -45,8 +45,8 @@ from .context import path_lookups, render_entity, render_path
 from .graph import GraphStore
 from .llm import LanguageModel, as_language_model, complete_sync
 from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
-from .prompts import KEYWORDS_PROMPT
 from .params import RetrievalParams
+from .prompts import KEYWORDS_PROMPT
 from .pruning import afind_key_paths, aspread_resources, find_key_paths, spread_resources
 from .vectors import VectorHit, VectorIndex
 
@@ -175,8 +175,17 @@ def _assemble(
         for edge in path.edges:
             relation = relations.get(edge) or relations.get(edge[::-1])
             sources.update(dict.fromkeys(relation.source_ids if relation else ()))
-        items.append(RetrievedItem("path", _item_id("path", path.nodes), render_path(path, entities, relations),
-                                   path.score, path.nodes, tuple(sources), path))
+        items.append(
+            RetrievedItem(
+                "path",
+                _item_id("path", path.nodes),
+                render_path(path, entities, relations),
+                path.score,
+                path.nodes,
+                tuple(sources),
+                path,
+            )
+        )
     on_paths = {n for p in paths for n in p.nodes}
     for name in seeds:
         if len(items) >= params.top_k:
@@ -184,8 +193,11 @@ def _assemble(
         if name in on_paths or name not in entities:
             continue
         entity = entities[name]
-        items.append(RetrievedItem("entity", _item_id("entity", [name]), render_entity(name, entity), 0.0, (name,),
-                                   entity.source_ids))
+        items.append(
+            RetrievedItem(
+                "entity", _item_id("entity", [name]), render_entity(name, entity), 0.0, (name,), entity.source_ids
+            )
+        )
     return RetrievalResult(query=query, keywords=keywords, seeds=seeds, items=items, context=params.context)
 
 
@@ -231,14 +243,16 @@ def _passage_items(hits: Sequence[VectorHit], gathered: Mapping[str, float]) -> 
     """Passages best first: similarity plus ``|similarity| * g / g_max`` (graph evidence at most doubles a
     positive similarity and lifts a negative one at most to zero)."""
     best = max((gathered.get(hit.id, 0.0) for hit in hits), default=0.0)
-    scored = [(hit.score + abs(hit.score) * (gathered.get(hit.id, 0.0) / best if best > 0 else 0.0), hit)
-              for hit in hits]
+    scored = [
+        (hit.score + abs(hit.score) * (gathered.get(hit.id, 0.0) / best if best > 0 else 0.0), hit) for hit in hits
+    ]
     scored.sort(key=lambda pair: (-pair[0], pair[1].id))
     return [RetrievedItem("passage", hit.id, hit.text, score, (), (hit.id,)) for score, hit in scored]
 
 
-def _reached_hits(index: VectorIndex, hits: Sequence[VectorHit], gathered: Mapping[str, float],
-                  limit: int) -> list[VectorHit]:
+def _reached_hits(
+    index: VectorIndex, hits: Sequence[VectorHit], gathered: Mapping[str, float], limit: int
+) -> list[VectorHit]:
     """Passages the flow reached that the similarity search did not return (most resource first, at
     most ``limit``), with their text from the index's ``get``. Each is scored as similar as the least
     similar candidate: not being among the candidates, it is at most that similar."""
@@ -368,8 +382,14 @@ def _retrieval(
     keywords = _keywords_or_query(query, answer)
     hit_lists = []
     for term in _search_terms(query, keywords):
-        hit_lists.append((yield _Step(lambda term=term: entity_index.query(term, params.num_seeds),  # type: ignore[misc]
-                                      lambda term=term: entity_index.aquery(term, params.num_seeds))))
+        hit_lists.append(
+            (
+                yield _Step(
+                    lambda term=term: entity_index.query(term, params.num_seeds),  # type: ignore[misc]
+                    lambda term=term: entity_index.aquery(term, params.num_seeds),
+                )
+            )
+        )
     seeds = pick_seeds(hit_lists, params.num_seeds)
     paths = yield _Step(lambda: find_key_paths(graph, seeds, params), lambda: afind_key_paths(graph, seeds, params))
     names, pairs = path_lookups(paths, seeds)
@@ -379,12 +399,15 @@ def _retrieval(
     if params.context != "evidence" or passage_index is None or params.num_passages == 0:
         return result
     index = passage_index
-    found = yield _Step(lambda: index.query(query, params.num_passages), lambda: index.aquery(query, params.num_passages))
+    found = yield _Step(
+        lambda: index.query(query, params.num_passages), lambda: index.aquery(query, params.num_passages)
+    )
     hits = _passage_hits(index, found)
     if hits:
         anchors = _anchor_entities(hits[0], seeds, entities)
-        resources = yield _Step(lambda: spread_resources(graph, anchors, params),
-                                lambda: aspread_resources(graph, anchors, params))
+        resources = yield _Step(
+            lambda: spread_resources(graph, anchors, params), lambda: aspread_resources(graph, anchors, params)
+        )
         beyond = _beyond(resources, anchors)
         reached = yield _Step(lambda: graph.get_entities(beyond), lambda: graph.aget_entities(beyond))
         gathered = _collected(resources, reached)

@@ -81,8 +81,16 @@ STORE_FILE = "pathrag.sqlite"
 LOCK_FILE = "pathrag.lock"
 FORMAT = "pathrag-store"
 FORMAT_VERSION = 2  # 2: a chunk's vector keeps no copy of the chunk's text
-LEGACY_FILES = ("documents.json", "graph.json", "chunks.jsonl", "llm_cache.jsonl", "entities.vectors.json",
-                "relations.vectors.json", "chunks.vectors.json", "cli.json")
+LEGACY_FILES = (
+    "documents.json",
+    "graph.json",
+    "chunks.jsonl",
+    "llm_cache.jsonl",
+    "entities.vectors.json",
+    "relations.vectors.json",
+    "chunks.vectors.json",
+    "cli.json",
+)
 LEGACY_BACKUP = "json-store-backup"
 
 SCHEMA = """
@@ -113,8 +121,10 @@ SCHEMA_VECTORS = next(part.strip() + ";" for part in SCHEMA.split(";") if "TABLE
 # The text a vector row keeps: none when a chunk with the same id holds it (chunk ids hash their text),
 # and, reading, the row's own text or else that chunk's. Both expect the vector row as ``v``.
 _STORED_TEXT = "CASE WHEN v.text = (SELECT c.text FROM chunks c WHERE c.id = v.id) THEN NULL ELSE v.text END"
-_WRITE_VECTOR = (f"INSERT OR REPLACE INTO vectors SELECT v.space, v.id, {_STORED_TEXT}, v.metadata, v.vector "
-                 "FROM (SELECT ? AS space, ? AS id, ? AS text, ? AS metadata, ? AS vector) v")
+_WRITE_VECTOR = (
+    f"INSERT OR REPLACE INTO vectors SELECT v.space, v.id, {_STORED_TEXT}, v.metadata, v.vector "
+    "FROM (SELECT ? AS space, ? AS id, ? AS text, ? AS metadata, ? AS vector) v"
+)
 _READ_TEXT = "COALESCE(v.text, (SELECT c.text FROM chunks c WHERE c.id = v.id), '')"
 
 _env_crash = os.environ.get("PATHRAG_CRASH_AFTER_WRITE", "").strip()
@@ -163,14 +173,19 @@ class SQLiteStore:
         try:
             found = dict(self._w().execute("SELECT key, value FROM meta").fetchall())
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open {self.path}: {exc} (restore it from a backup, or rebuild the "
-                             "store with a new directory)") from exc
+            raise StoreError(
+                f"cannot open {self.path}: {exc} (restore it from a backup, or rebuild the store with a new directory)"
+            ) from exc
         if found.get("format", FORMAT) != FORMAT or int(found.get("format_version", FORMAT_VERSION)) > FORMAT_VERSION:
-            raise StoreError(f"{self.path} is a store of a newer or other format ({found.get('format')} "
-                             f"v{found.get('format_version')}): upgrade pathrag")
+            raise StoreError(
+                f"{self.path} is a store of a newer or other format ({found.get('format')} "
+                f"v{found.get('format_version')}): upgrade pathrag"
+            )
         if "format" not in found:
-            self._w().executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)",
-                                  [("format", FORMAT), ("format_version", str(FORMAT_VERSION))])
+            self._w().executemany(
+                "INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                [("format", FORMAT), ("format_version", str(FORMAT_VERSION))],
+            )
         elif int(found.get("format_version", FORMAT_VERSION)) < 2:
             self._upgrade_vectors()
 
@@ -179,12 +194,13 @@ class SQLiteStore:
         ``text`` may now be empty). A read-only store stays at 1: every read works on both."""
         try:
             with self.transaction():
-                (version,), = self.wread("SELECT value FROM meta WHERE key = 'format_version'")
+                ((version,),) = self.wread("SELECT value FROM meta WHERE key = 'format_version'")
                 if int(version) >= 2:  # another process upgraded it meanwhile
                     return
                 self.execute(SCHEMA_VECTORS.replace("vectors", "vectors_v2"))
-                self.execute(f"INSERT INTO vectors_v2 SELECT v.space, v.id, {_STORED_TEXT}, v.metadata, v.vector "
-                             "FROM vectors v")
+                self.execute(
+                    f"INSERT INTO vectors_v2 SELECT v.space, v.id, {_STORED_TEXT}, v.metadata, v.vector FROM vectors v"
+                )
                 self.execute("DROP TABLE vectors")
                 self.execute("ALTER TABLE vectors_v2 RENAME TO vectors")
                 self.set_meta({"format_version": 2})
@@ -317,8 +333,10 @@ class SQLiteStore:
 
     def bump(self, key: str) -> None:
         """Count a change (a write step of the open transaction, or its own)."""
-        self.execute("INSERT INTO meta VALUES (?, '1') ON CONFLICT (key) "
-                     "DO UPDATE SET value = CAST(value AS INTEGER) + 1", (key,))
+        self.execute(
+            "INSERT INTO meta VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (key,),
+        )
 
     # -- meta --------------------------------------------------------------------------------------
 
@@ -336,15 +354,19 @@ class SQLiteStore:
         if recorded is None:
             self.set_meta({"dimension": dimension})
         elif int(recorded) != dimension:
-            raise StoreError(f"the embedder gives {dimension}-dimensional vectors but {self.path} holds "
-                             f"{recorded}-dimensional ones: open the store with the embedder it was built with")
+            raise StoreError(
+                f"the embedder gives {dimension}-dimensional vectors but {self.path} holds "
+                f"{recorded}-dimensional ones: open the store with the embedder it was built with"
+            )
 
     def check_writable(self) -> None:
         """Raise :class:`StoreError` now if a write would fail later (read-only file or directory)."""
         problems = [p for p in (self.directory, self.path) if p.exists() and not os.access(p, os.W_OK)]
         if problems:
-            raise StoreError(f"the store {self.directory} cannot be written ({problems[0]} is read-only): "
-                             "fix its permissions or use another directory")
+            raise StoreError(
+                f"the store {self.directory} cannot be written ({problems[0]} is read-only): "
+                "fix its permissions or use another directory"
+            )
 
     def commit_count(self) -> int:
         """How many commits the store has seen (any process): tells a writer its loaded tables are stale."""
@@ -414,12 +436,17 @@ def _wal_damage(wal: Path) -> str | None:
         return None
     if len(header) < 32:
         return f"{size} bytes, shorter than its header"
-    magic, version, page_size = int.from_bytes(header[:4], "big"), int.from_bytes(header[4:8], "big"), \
-        int.from_bytes(header[8:12], "big")
+    magic, version, page_size = (
+        int.from_bytes(header[:4], "big"),
+        int.from_bytes(header[4:8], "big"),
+        int.from_bytes(header[8:12], "big"),
+    )
     if magic not in _WAL_MAGIC or version != 3007000:
         return "its header is not a WAL header"
-    if _wal_checksum(header[:24], magic & 1 == 1) != (int.from_bytes(header[24:28], "big"),
-                                                      int.from_bytes(header[28:32], "big")):
+    if _wal_checksum(header[:24], magic & 1 == 1) != (
+        int.from_bytes(header[24:28], "big"),
+        int.from_bytes(header[28:32], "big"),
+    ):
         return "its header checksum is wrong"
     if page_size < 512 or page_size & (page_size - 1):
         return f"its header gives an impossible page size ({page_size})"
@@ -451,9 +478,11 @@ def check_wal(path: Path) -> None:
         return
     reason = _wal_damage(wal)
     if reason is not None:
-        raise StoreError(f"{wal} is damaged ({reason}): SQLite would drop the commits it holds without a word; "
-                         f"restore the store directory from a backup, or move {wal.name} aside to open the store "
-                         "as of its last checkpoint (the commits in it are then lost)")
+        raise StoreError(
+            f"{wal} is damaged ({reason}): SQLite would drop the commits it holds without a word; "
+            f"restore the store directory from a backup, or move {wal.name} aside to open the store "
+            "as of its last checkpoint (the commits in it are then lost)"
+        )
 
 
 class StoreLocked(StoreError):
@@ -478,8 +507,10 @@ class WriterLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise StoreError(f"the store {self.path.parent} cannot be written ({exc.strerror}: {self.path}): "
-                             "fix its permissions or use another directory") from exc
+            raise StoreError(
+                f"the store {self.path.parent} cannot be written ({exc.strerror}: {self.path}): "
+                "fix its permissions or use another directory"
+            ) from exc
         if fcntl is not None:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -499,8 +530,10 @@ class WriterLock:
 
     def _locked_error(self, timeout: float) -> StoreLocked:
         waited = f" (waited {timeout:g} s)" if timeout > 0 else ""
-        return StoreLocked(f"the store {self.path.parent} is being written by process {self.holder()}{waited}: "
-                           "wait for it to finish, or let writes wait with IndexConfig(lock_timeout=SECONDS)")
+        return StoreLocked(
+            f"the store {self.path.parent} is being written by process {self.holder()}{waited}: "
+            "wait for it to finish, or let writes wait with IndexConfig(lock_timeout=SECONDS)"
+        )
 
     def acquire(self, timeout: float = 0.0) -> None:
         """Take the lock, polling up to ``timeout`` seconds; :class:`StoreLocked` names the holder's pid."""
@@ -594,8 +627,9 @@ def read_store_info(directory: str | os.PathLike[str]) -> dict[str, str] | None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"cannot read {path}: {exc} (restore it from a backup, or rebuild the store in a new "
-                         "directory)") from exc
+        raise StoreError(
+            f"cannot read {path}: {exc} (restore it from a backup, or rebuild the store in a new directory)"
+        ) from exc
 
 
 def write_store_info(directory: str | os.PathLike[str], **values: Any) -> None:
@@ -635,8 +669,14 @@ def _relation_row(r: Relation) -> tuple[Any, ...]:
 
 
 def _relation_of(row: Sequence[Any]) -> Relation:
-    return Relation(source=row[0], target=row[1], description=row[2], keywords=json.loads(row[3]),
-                    weight=row[4], source_ids=json.loads(row[5]))
+    return Relation(
+        source=row[0],
+        target=row[1],
+        description=row[2],
+        keywords=json.loads(row[3]),
+        weight=row[4],
+        source_ids=json.loads(row[5]),
+    )
 
 
 _REL_COLUMNS = "source, target, description, keywords, weight, source_ids"
@@ -685,8 +725,10 @@ class SQLiteGraphStore(BaseGraphStore):
         if not nodes:
             return {}
         names = dumps(list(nodes))
-        rows = self.store.read(f"SELECT source, COUNT(*) FROM ({self._adjacency_sql(directed, False)}) GROUP BY source",
-                               (names,) if directed else (names, names))
+        rows = self.store.read(
+            f"SELECT source, COUNT(*) FROM ({self._adjacency_sql(directed, False)}) GROUP BY source",
+            (names,) if directed else (names, names),
+        )
         found = dict.fromkeys(nodes, 0)
         found.update(rows)
         return found
@@ -696,8 +738,12 @@ class SQLiteGraphStore(BaseGraphStore):
     ) -> dict[str, Neighborhood]:
         if not requests:
             return {}
-        known = {row[0] for row in self.store.read(f"SELECT name FROM entities WHERE name IN {_IN}",
-                                                   (dumps([str(n) for n in requests]),))}
+        known = {
+            row[0]
+            for row in self.store.read(
+                f"SELECT name FROM entities WHERE name IN {_IN}", (dumps([str(n) for n in requests]),)
+            )
+        }
         asked = [u for u in requests if u in known]
         degree = self._degrees(asked, directed)
         whole = [u for u in asked if requests[u] is None or degree[u] <= requests[u]]  # type: ignore[operator]
@@ -718,8 +764,12 @@ class SQLiteGraphStore(BaseGraphStore):
         names = list(names)
         if not names:
             return {}
-        rows = {row[0]: row for row in self.store.read(
-            f"SELECT name, type, description, source_ids FROM entities WHERE name IN {_IN}", (dumps(names),))}
+        rows = {
+            row[0]: row
+            for row in self.store.read(
+                f"SELECT name, type, description, source_ids FROM entities WHERE name IN {_IN}", (dumps(names),)
+            )
+        }
         return {name: _entity_of(rows[name]) for name in names if name in rows}
 
     def _relation_rows(self, pairs: Sequence[tuple[str, str]], *, writer: bool) -> dict[tuple[str, str], Relation]:
@@ -729,8 +779,10 @@ class SQLiteGraphStore(BaseGraphStore):
         wanted = [list(p) for p in pairs]
         if not self.directed_relations:
             wanted += [[t, s] for s, t in pairs]
-        sql = (f"SELECT {', '.join('r.' + c.strip() for c in _REL_COLUMNS.split(','))} FROM json_each(?) j "
-               "JOIN relations r ON r.source = json_extract(j.value, '$[0]') AND r.target = json_extract(j.value, '$[1]')")
+        sql = (
+            f"SELECT {', '.join('r.' + c.strip() for c in _REL_COLUMNS.split(','))} FROM json_each(?) j "
+            "JOIN relations r ON r.source = json_extract(j.value, '$[0]') AND r.target = json_extract(j.value, '$[1]')"
+        )
         rows = (self.store.wread if writer else self.store.read)(sql, (dumps(wanted),))
         return {(row[0], row[1]): _relation_of(row) for row in rows}
 
@@ -777,8 +829,10 @@ class SQLiteGraphStore(BaseGraphStore):
             check_name(entity.name)
         with self.store.transaction():
             if merge is not None:
-                rows = self.store.wread(f"SELECT name, type, description, source_ids FROM entities WHERE name IN {_IN}",
-                                        (dumps([e.name for e in entities]),))
+                rows = self.store.wread(
+                    f"SELECT name, type, description, source_ids FROM entities WHERE name IN {_IN}",
+                    (dumps([e.name for e in entities]),),
+                )
                 current = {row[0]: _entity_of(row) for row in rows}
                 merged = []
                 for entity in entities:
@@ -790,7 +844,8 @@ class SQLiteGraphStore(BaseGraphStore):
             self.store.executemany(
                 "INSERT INTO entities VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET type = excluded.type, "
                 "description = excluded.description, source_ids = excluded.source_ids",
-                [_entity_row(e) for e in entities])
+                [_entity_row(e) for e in entities],
+            )
 
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
         relations = list(relations)
@@ -819,7 +874,8 @@ class SQLiteGraphStore(BaseGraphStore):
                 f"INSERT INTO relations ({_REL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, target) "
                 "DO UPDATE SET description = excluded.description, keywords = excluded.keywords, "
                 "weight = excluded.weight, source_ids = excluded.source_ids",
-                [_relation_row(r) for r in written.values()])
+                [_relation_row(r) for r in written.values()],
+            )
 
     def delete_entities(self, names: Iterable[str]) -> None:
         names = dumps(list(names))
@@ -874,8 +930,9 @@ class SQLiteVectorIndex:
         return [row[0] for row in self.store.read("SELECT id FROM vectors WHERE space = ? ORDER BY id", (self.space,))]
 
     def get(self, item_id: str) -> VectorItem | None:
-        rows = self.store.read(f"SELECT {_READ_TEXT}, v.metadata FROM vectors v WHERE v.space = ? AND v.id = ?",
-                               (self.space, item_id))
+        rows = self.store.read(
+            f"SELECT {_READ_TEXT}, v.metadata FROM vectors v WHERE v.space = ? AND v.id = ?", (self.space, item_id)
+        )
         return VectorItem(item_id, rows[0][0], json.loads(rows[0][1])) if rows else None
 
     def _changed(self, items: Sequence[VectorItem]) -> list[VectorItem]:
@@ -883,10 +940,13 @@ class SQLiteVectorIndex:
         fresh = {item.id: item for item in items}  # the last of duplicate ids wins
         if not fresh:
             return []
-        rows = self.store.wread(f"SELECT v.id, {_READ_TEXT}, v.metadata FROM vectors v WHERE v.space = ? "
-                                f"AND v.id IN {_IN}", (self.space, dumps(list(fresh))))
-        same = {i for i, text, metadata in rows
-                if fresh[i].text == text and dict(fresh[i].metadata) == json.loads(metadata)}
+        rows = self.store.wread(
+            f"SELECT v.id, {_READ_TEXT}, v.metadata FROM vectors v WHERE v.space = ? AND v.id IN {_IN}",
+            (self.space, dumps(list(fresh))),
+        )
+        same = {
+            i for i, text, metadata in rows if fresh[i].text == text and dict(fresh[i].metadata) == json.loads(metadata)
+        }
         return [item for i, item in fresh.items() if i not in same]
 
     def _store(self, items: Sequence[VectorItem], vectors: Sequence[Sequence[float]]) -> None:
@@ -897,8 +957,13 @@ class SQLiteVectorIndex:
         blobs = [_unit(np.asarray(v, dtype="<f4")).astype("<f4").tobytes() for v in vectors]
         with self.store.transaction():
             self.store.check_dimension(len(vectors[0]), {len(b) // 4 for b in blobs})
-            self.store.executemany(_WRITE_VECTOR, [(self.space, item.id, item.text, dumps(dict(item.metadata)), blob)
-                                    for item, blob in zip(items, blobs)])
+            self.store.executemany(
+                _WRITE_VECTOR,
+                [
+                    (self.space, item.id, item.text, dumps(dict(item.metadata)), blob)
+                    for item, blob in zip(items, blobs)
+                ],
+            )
             self.store.bump(self._counter)  # readers' cached matrices are now stale
 
     def upsert(self, items: Sequence[VectorItem]) -> None:
@@ -932,19 +997,22 @@ class SQLiteVectorIndex:
         version = self.store.counter(self._counter)
         if self._cache is None or self._cache[0] != version:
             self._cache = None  # let the old matrix go before the new one is built
-            (count,), = self.store.read("SELECT COUNT(*) FROM vectors WHERE space = ?", (self.space,))
+            ((count,),) = self.store.read("SELECT COUNT(*) FROM vectors WHERE space = ?", (self.space,))
             first = self.store.read("SELECT length(vector) FROM vectors WHERE space = ? LIMIT 1", (self.space,))
             size = first[0][0] if first else 0
             # filled row by row from a cursor: no list of every blob, no second copy of the matrix
             matrix = np.empty((count, size // 4), dtype="<f4")
             ids: list[str] = []
-            for row, (item_id, blob) in enumerate(self.store.stream(
-                    "SELECT id, vector FROM vectors WHERE space = ?", (self.space,))):
+            for row, (item_id, blob) in enumerate(
+                self.store.stream("SELECT id, vector FROM vectors WHERE space = ?", (self.space,))
+            ):
                 if row == count:  # cannot happen inside a snapshot; guards a misuse outside one
                     break
                 if len(blob) != size:
-                    raise StoreError(f"{self.store.path}: the {self.space} vectors have different dimensions "
-                                     f"({size // 4} and {len(blob) // 4}); rebuild the store")
+                    raise StoreError(
+                        f"{self.store.path}: the {self.space} vectors have different dimensions "
+                        f"({size // 4} and {len(blob) // 4}); rebuild the store"
+                    )
                 ids.append(item_id)
                 matrix[row] = np.frombuffer(blob, dtype="<f4")
             self._cache = (version, ids, matrix[: len(ids)])
@@ -957,16 +1025,22 @@ class SQLiteVectorIndex:
                 return []
             query = _unit(np.asarray(vector, dtype=np.float32))
             if query.shape[0] != matrix.shape[1]:
-                raise StoreError(f"the embedder gives {query.shape[0]}-dimensional vectors but {self.store.path} "
-                                 f"holds {matrix.shape[1]}-dimensional ones: open the store with the embedder it "
-                                 "was built with")
+                raise StoreError(
+                    f"the embedder gives {query.shape[0]}-dimensional vectors but {self.store.path} "
+                    f"holds {matrix.shape[1]}-dimensional ones: open the store with the embedder it "
+                    "was built with"
+                )
             scores = matrix @ query
             k = min(k, len(ids))
             top = np.argpartition(-scores, k - 1)[:k]
             ranked = sorted(top.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
-            found = {i: (md, text) for i, md, text in self.store.read(
-                f"SELECT v.id, v.metadata, {_READ_TEXT} FROM vectors v WHERE v.space = ? AND v.id IN {_IN}",
-                (self.space, dumps([ids[i] for i in ranked])))}
+            found = {
+                i: (md, text)
+                for i, md, text in self.store.read(
+                    f"SELECT v.id, v.metadata, {_READ_TEXT} FROM vectors v WHERE v.space = ? AND v.id IN {_IN}",
+                    (self.space, dumps([ids[i] for i in ranked])),
+                )
+            }
         hits = []
         for i in ranked:
             metadata, text = found[ids[i]]
@@ -1002,25 +1076,48 @@ def write_snapshot(
     """Write a whole index into ``store`` in one transaction (its tables are expected to be empty)."""
     with store.transaction():
         store.set_meta(meta)
-        store.executemany("INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?)", [
-            (doc_id, doc["hash"], dumps(doc.get("metadata", {})), dumps(doc.get("failed", [])))
-            for doc_id, doc in documents.items()])
-        store.executemany("INSERT OR REPLACE INTO doc_chunks VALUES (?, ?, ?)", [
-            (doc_id, position, cid) for doc_id, doc in documents.items() for position, cid in enumerate(doc["chunks"])])
+        store.executemany(
+            "INSERT OR REPLACE INTO documents VALUES (?, ?, ?, ?)",
+            [
+                (doc_id, doc["hash"], dumps(doc.get("metadata", {})), dumps(doc.get("failed", [])))
+                for doc_id, doc in documents.items()
+            ],
+        )
+        store.executemany(
+            "INSERT OR REPLACE INTO doc_chunks VALUES (?, ?, ?)",
+            [
+                (doc_id, position, cid)
+                for doc_id, doc in documents.items()
+                for position, cid in enumerate(doc["chunks"])
+            ],
+        )
         chunks = list(chunks)
-        store.executemany("INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)", [
-            (c["id"], c.get("text", ""), pack_records(c.get("entities", []), c.get("relations", []))) for c in chunks])
-        store.executemany("INSERT OR IGNORE INTO mentions VALUES (?, ?)", [
-            (name, c["id"]) for c in chunks for name in mentioned_names(c.get("entities", []), c.get("relations", []))])
+        store.executemany(
+            "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)",
+            [(c["id"], c.get("text", ""), pack_records(c.get("entities", []), c.get("relations", []))) for c in chunks],
+        )
+        store.executemany(
+            "INSERT OR IGNORE INTO mentions VALUES (?, ?)",
+            [
+                (name, c["id"])
+                for c in chunks
+                for name in mentioned_names(c.get("entities", []), c.get("relations", []))
+            ],
+        )
         store.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?)", list(summaries.items()))
-        store.executemany("INSERT OR REPLACE INTO llm_cache VALUES (?, ?)",
-                          [(key, pack_text(answer)) for key, answer in cache.items()])
+        store.executemany(
+            "INSERT OR REPLACE INTO llm_cache VALUES (?, ?)",
+            [(key, pack_text(answer)) for key, answer in cache.items()],
+        )
         store.executemany("INSERT OR IGNORE INTO entities VALUES (?, ?, ?, ?)", [_entity_row(e) for e in entities])
         relations = list(relations)
-        store.executemany("INSERT OR IGNORE INTO entities VALUES (?, '', '', '[]')",
-                          [(n,) for r in relations for n in r.pair])
-        store.executemany(f"INSERT OR REPLACE INTO relations ({_REL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-                          [_relation_row(r) for r in relations])
+        store.executemany(
+            "INSERT OR IGNORE INTO entities VALUES (?, '', '', '[]')", [(n,) for r in relations for n in r.pair]
+        )
+        store.executemany(
+            f"INSERT OR REPLACE INTO relations ({_REL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+            [_relation_row(r) for r in relations],
+        )
         dimension = None
         for space, rows in vectors.items():
             rows = list(rows)
@@ -1047,8 +1144,10 @@ def migrate_json_store(directory: str | os.PathLike[str]) -> bool:
     except StoreError:
         raise
     except ValueError as exc:  # a damaged JSON file, named by its reader
-        raise StoreError(f"{exc} (the JSON store was not migrated): restore the file from a backup, or move the "
-                         "JSON files aside and index the documents again") from exc
+        raise StoreError(
+            f"{exc} (the JSON store was not migrated): restore the file from a backup, or move the "
+            "JSON files aside and index the documents again"
+        ) from exc
 
 
 def _migrate(directory: Path, found: list[Path]) -> bool:
@@ -1059,20 +1158,27 @@ def _migrate(directory: Path, found: list[Path]) -> bool:
     chunks = [r for r in Journal(directory / "chunks.jsonl").read() if "id" in r and "entities" in r]
     cache = {r["key"]: r["answer"] for r in Journal(directory / "llm_cache.jsonl").read() if "key" in r}
     known = {r["id"] for r in chunks}
-    missing = [cid for doc in state.get("documents", {}).values() for cid in doc.get("chunks", [])
-               if cid not in known and cid not in doc.get("failed", [])]
+    missing = [
+        cid
+        for doc in state.get("documents", {}).values()
+        for cid in doc.get("chunks", [])
+        if cid not in known and cid not in doc.get("failed", [])
+    ]
     if missing:  # a torn or garbled journal: migrating would drop those chunks' records
-        raise StoreError(f"{directory / 'chunks.jsonl'} lacks {len(missing)} chunk(s) that documents.json lists "
-                         f"(damaged?), e.g. {missing[0]}: restore it from a backup, or move the JSON files aside "
-                         "and index the documents again")
+        raise StoreError(
+            f"{directory / 'chunks.jsonl'} lacks {len(missing)} chunk(s) that documents.json lists "
+            f"(damaged?), e.g. {missing[0]}: restore it from a backup, or move the JSON files aside "
+            "and index the documents again"
+        )
     graph = NetworkXGraphStore.load(directory) if (directory / "graph.json").exists() else None
     vectors: dict[str, list[tuple[str, str, Mapping[str, Any], bytes]]] = {}
     for space in ("entities", "relations", "chunks"):
         data = read_json(directory / f"{space}.vectors.json", None)
         if data is not None:
             try:
-                vectors[space] = [(r["id"], r["text"], r["metadata"], base64.b64decode(r["vector"]))
-                                  for r in data["items"]]
+                vectors[space] = [
+                    (r["id"], r["text"], r["metadata"], base64.b64decode(r["vector"])) for r in data["items"]
+                ]
             except (KeyError, TypeError, ValueError) as exc:
                 raise StoreError(f"cannot read {directory / f'{space}.vectors.json'}: {exc}") from exc
     meta: dict[str, Any] = {"migrated_from": "json"}
@@ -1085,15 +1191,27 @@ def _migrate(directory: Path, found: list[Path]) -> bool:
     shutil.rmtree(staging, ignore_errors=True)
     store = SQLiteStore(staging)
     try:
-        write_snapshot(store, documents=state.get("documents", {}), chunks=chunks,
-                       summaries=state.get("summaries", {}), cache=cache,
-                       entities=graph.iter_entities() if graph else (),
-                       relations=graph.iter_relations() if graph else (), vectors=vectors, meta=meta)
+        write_snapshot(
+            store,
+            documents=state.get("documents", {}),
+            chunks=chunks,
+            summaries=state.get("summaries", {}),
+            cache=cache,
+            entities=graph.iter_entities() if graph else (),
+            relations=graph.iter_relations() if graph else (),
+            vectors=vectors,
+            meta=meta,
+        )
     finally:
         store.close()  # the last connection: the WAL is folded into the file
     os.replace(staging / STORE_FILE, directory / STORE_FILE)
     shutil.rmtree(staging, ignore_errors=True)
     backup = move_legacy_files(directory)
-    logger.warning("pathrag: migrated the JSON store %s to %s (%d documents); the old files are kept in %s",
-                   directory, STORE_FILE, len(state.get("documents", {})), backup)
+    logger.warning(
+        "pathrag: migrated the JSON store %s to %s (%d documents); the old files are kept in %s",
+        directory,
+        STORE_FILE,
+        len(state.get("documents", {})),
+        backup,
+    )
     return True

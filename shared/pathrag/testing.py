@@ -36,8 +36,14 @@ __all__ = ["GraphStoreContract"]
 
 ALICE = Entity(name="ALICE", type="person", description="A navigator.")
 HARBOUR = Entity(name="HARBOUR", type="location", description="A port with 'quotes',\nand two lines.")
-SAILS = Relation(source="ALICE", target="HARBOUR", description="Alice sails from the harbour.",
-                 keywords=["sailing", "home port"], weight=3, source_ids=["c1", "c2"])
+SAILS = Relation(
+    source="ALICE",
+    target="HARBOUR",
+    description="Alice sails from the harbour.",
+    keywords=["sailing", "home port"],
+    weight=3,
+    source_ids=["c1", "c2"],
+)
 LOCK = Relation(source="HARBOUR", target="ÉCLUSE 中", description="To a missing endpoint.", keywords=["lock"])
 
 # The traversal graph: relations in their recorded direction, a self-loop on D, an isolated LONER.
@@ -59,8 +65,18 @@ DIRECTED = {  # out-edges only
     "LONER": Neighborhood(0, {}),
 }
 # Names a store must keep verbatim: unicode, quotes, Cypher syntax, inner whitespace.
-ODD_NAMES = ["ÉCLUSE 中 🚢", "it's", "back`tick`", "{braces}", "$param", "MATCH (n) DETACH DELETE n",
-             "tab\there", "two\nlines", "back\\slash", "null"]
+ODD_NAMES = [
+    "ÉCLUSE 中 🚢",
+    "it's",
+    "back`tick`",
+    "{braces}",
+    "$param",
+    "MATCH (n) DETACH DELETE n",
+    "tab\there",
+    "two\nlines",
+    "back\\slash",
+    "null",
+]
 
 
 def edge(source: str, target: str) -> Relation:
@@ -134,8 +150,10 @@ class GraphStoreContract:
     def test_a_relation_creates_missing_endpoints_bare_and_leaves_stored_ones_alone(self, store: GraphStore) -> None:
         self.load_sample(store)
         store.upsert_relations([LOCK])
-        assert store.get_entities(["ÉCLUSE 中", "HARBOUR"]) == {"ÉCLUSE 中": Entity(name="ÉCLUSE 中"),
-                                                                "HARBOUR": HARBOUR}
+        assert store.get_entities(["ÉCLUSE 中", "HARBOUR"]) == {
+            "ÉCLUSE 中": Entity(name="ÉCLUSE 中"),
+            "HARBOUR": HARBOUR,
+        }
         assert store.get_relations([("ÉCLUSE 中", "HARBOUR")]) == {("ÉCLUSE 中", "HARBOUR"): LOCK}
 
     def test_upserts_replace_and_are_idempotent(self, store: GraphStore) -> None:
@@ -147,8 +165,14 @@ class GraphStoreContract:
         pilot = Entity(name="ALICE", type="pilot", description="Now a pilot.")
         store.upsert_entities([pilot])
         assert store.get_entities(["ALICE"]) == {"ALICE": pilot}
-        flies = Relation(source="ALICE", target="HARBOUR", description="Flies over it.", keywords=["flying"],
-                         weight=1.5, source_ids=["c9"])
+        flies = Relation(
+            source="ALICE",
+            target="HARBOUR",
+            description="Flies over it.",
+            keywords=["flying"],
+            weight=1.5,
+            source_ids=["c9"],
+        )
         store.upsert_relations([flies])
         assert store.get_relations([("HARBOUR", "ALICE")]) == {("HARBOUR", "ALICE"): flies}
 
@@ -172,18 +196,30 @@ class GraphStoreContract:
         def add_weights(old: Relation, new: Relation) -> Relation:
             return old.model_copy(update={"weight": old.weight + new.weight})
 
-        store.upsert_entities([Entity(name="ALICE", type="person", description="Also a cook."),
-                               Entity(name="NEWCOMER", description="fresh")], merge=merge_entity)
+        store.upsert_entities(
+            [
+                Entity(name="ALICE", type="person", description="Also a cook."),
+                Entity(name="NEWCOMER", description="fresh"),
+            ],
+            merge=merge_entity,
+        )
         assert seen == [("A navigator.", "Also a cook.")]  # never called for a name not stored
         assert store.get_entities(["ALICE", "NEWCOMER"]) == {
             "ALICE": Entity(name="ALICE", type="person", description="A navigator. | Also a cook."),
-            "NEWCOMER": Entity(name="NEWCOMER", description="fresh")}
-        store.upsert_relations([Relation(source="HARBOUR", target="ALICE", keywords=["k"], weight=2),
-                                Relation(source="ALICE", target="NEWCOMER", keywords=["new"], weight=4)],
-                               merge=add_weights)
+            "NEWCOMER": Entity(name="NEWCOMER", description="fresh"),
+        }
+        store.upsert_relations(
+            [
+                Relation(source="HARBOUR", target="ALICE", keywords=["k"], weight=2),
+                Relation(source="ALICE", target="NEWCOMER", keywords=["new"], weight=4),
+            ],
+            merge=add_weights,
+        )
         found = store.get_relations([("ALICE", "HARBOUR"), ("ALICE", "NEWCOMER")])
-        assert found == {("ALICE", "HARBOUR"): SAILS.model_copy(update={"weight": 5.0}),
-                         ("ALICE", "NEWCOMER"): Relation(source="ALICE", target="NEWCOMER", keywords=["new"], weight=4)}
+        assert found == {
+            ("ALICE", "HARBOUR"): SAILS.model_copy(update={"weight": 5.0}),
+            ("ALICE", "NEWCOMER"): Relation(source="ALICE", target="NEWCOMER", keywords=["new"], weight=4),
+        }
 
     # -- traversal -----------------------------------------------------------------------------------
 
@@ -200,7 +236,10 @@ class GraphStoreContract:
         keep = {"C", "E", "GHOST"}
         assert store.neighborhoods({"B": 3}, keep=keep) == {"B": UNDIRECTED["B"]}  # degree == limit: all
         assert store.neighborhoods({"B": 2, "A": 1, "C": 5}, keep=keep) == {
-            "B": Neighborhood(3, {"C": 1}), "A": Neighborhood(2, {"E": 1}), "C": UNDIRECTED["C"]}
+            "B": Neighborhood(3, {"C": 1}),
+            "A": Neighborhood(2, {"E": 1}),
+            "C": UNDIRECTED["C"],
+        }
         assert store.neighborhoods({"B": 0}) == {"B": Neighborhood(3, {})}
         assert store.neighborhoods({"A": 0}, directed=True, keep={"B", "E"}) == {"A": Neighborhood(1, {"B": 1})}
         assert store.neighborhoods({"E": 0}, directed=True, keep={"GHOST"}) == {"E": Neighborhood(1, {})}
@@ -214,8 +253,11 @@ class GraphStoreContract:
         assert store.get_relations([("A", "B"), ("B", "C"), ("B", "D")]) == {}
         assert store.get_relations([("A", "E")]) == {("A", "E"): edge("E", "A")}
         assert store.neighborhoods(dict.fromkeys("ABCDE")) == {
-            "A": Neighborhood(1, {"E": 1}), "C": Neighborhood(0, {}), "D": Neighborhood(0, {}),
-            "E": Neighborhood(1, {"A": 1})}
+            "A": Neighborhood(1, {"E": 1}),
+            "C": Neighborhood(0, {}),
+            "D": Neighborhood(0, {}),
+            "E": Neighborhood(1, {"A": 1}),
+        }
 
     def test_deleting_a_relation_either_way_round_keeps_its_endpoints(self, store: GraphStore) -> None:
         self.load_traversal_graph(store)
@@ -224,7 +266,9 @@ class GraphStoreContract:
         assert set(store.get_entities(["A", "B"])) == {"A", "B"}
         assert store.get_relations([("C", "B")]) == {("C", "B"): edge("C", "B")}
         assert store.neighborhoods({"A": None, "B": None}) == {
-            "A": Neighborhood(1, {"E": 1}), "B": Neighborhood(2, {"C": 1, "D": 1})}
+            "A": Neighborhood(1, {"E": 1}),
+            "B": Neighborhood(2, {"C": 1, "D": 1}),
+        }
 
     # -- names ---------------------------------------------------------------------------------------
 
@@ -234,22 +278,30 @@ class GraphStoreContract:
         store.upsert_relations([Relation(source=n, target="ANCHOR", description=n, keywords=[n]) for n in ODD_NAMES])
         assert store.get_entities(ODD_NAMES) == {e.name: e for e in entities}
         assert store.neighborhoods({"ANCHOR": 1}, keep=ODD_NAMES[:3]) == {
-            "ANCHOR": Neighborhood(len(ODD_NAMES), dict.fromkeys(ODD_NAMES[:3], 1))}
+            "ANCHOR": Neighborhood(len(ODD_NAMES), dict.fromkeys(ODD_NAMES[:3], 1))
+        }
         found = store.get_relations([("ANCHOR", n) for n in ODD_NAMES])
         assert {pair: (r.source, r.description) for pair, r in found.items()} == {
-            ("ANCHOR", n): (n, n) for n in ODD_NAMES}
+            ("ANCHOR", n): (n, n) for n in ODD_NAMES
+        }
         store.delete_entities(ODD_NAMES[:4])
         assert set(store.get_entities([*ODD_NAMES, "ANCHOR"])) == {*ODD_NAMES[4:], "ANCHOR"}
 
     @pytest.mark.parametrize("bad", [" padded ", "x" * 5000, "bell\x07", ""])
     def test_a_refused_name_writes_nothing(self, store: GraphStore, bad: str) -> None:
         with pytest.raises(EntityNameError):
-            store.upsert_entities([Entity(name="FINE"), Entity.model_construct(name=bad, type="", description="",
-                                                                               source_ids=())])
+            store.upsert_entities(
+                [Entity(name="FINE"), Entity.model_construct(name=bad, type="", description="", source_ids=())]
+            )
         with pytest.raises(EntityNameError):
-            store.upsert_relations([Relation(source="FINE", target="OTHER"),
-                                    Relation.model_construct(source="FINE", target=bad, description="",
-                                                             keywords=(), weight=1.0, source_ids=())])
+            store.upsert_relations(
+                [
+                    Relation(source="FINE", target="OTHER"),
+                    Relation.model_construct(
+                        source="FINE", target=bad, description="", keywords=(), weight=1.0, source_ids=()
+                    ),
+                ]
+            )
         assert store.get_entities(["FINE", "OTHER"]) == {}
         assert store.get_relations([("FINE", "OTHER")]) == {}
 
@@ -262,18 +314,24 @@ class GraphStoreContract:
         names = [*UNDIRECTED, "GHOST"]
         await store.aupsert_entities(Entity(name=n) for n in ["A", "B", "C", "D", "E", "LONER"])
         await store.aupsert_relations(edge(s, t) for s, t in EDGES)
-        await store.aupsert_entities([Entity(name="A", type="hub", description="first")],
-                                     merge=lambda old, new: new.model_copy(update={"description": "merged"}))
+        await store.aupsert_entities(
+            [Entity(name="A", type="hub", description="first")],
+            merge=lambda old, new: new.model_copy(update={"description": "merged"}),
+        )
         pairs = [("B", "A"), ("B", "C"), ("A", "C")]
         for directed in (False, True):
             expected = UNDIRECTED if not directed else DIRECTED
             assert await store.aneighborhoods(dict.fromkeys(names), directed=directed) == expected
             assert store.neighborhoods(dict.fromkeys(names), directed=directed) == expected
-        assert await store.aneighborhoods({"B": 1}, keep={"C"}) == store.neighborhoods({"B": 1}, keep={"C"}) == {
-            "B": Neighborhood(3, {"C": 1})}
+        assert (
+            await store.aneighborhoods({"B": 1}, keep={"C"})
+            == store.neighborhoods({"B": 1}, keep={"C"})
+            == {"B": Neighborhood(3, {"C": 1})}
+        )
         entities = await store.aget_entities(iter(names))
-        assert entities == store.get_entities(names) and entities["A"] == Entity(name="A", type="hub",
-                                                                                 description="merged")
+        assert entities == store.get_entities(names) and entities["A"] == Entity(
+            name="A", type="hub", description="merged"
+        )
         relations = await store.aget_relations(iter(pairs))
         assert relations == store.get_relations(pairs) and set(relations) == {("B", "A"), ("B", "C")}
         await store.adelete_relations(iter([("B", "A")]))

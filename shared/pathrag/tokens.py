@@ -54,8 +54,7 @@ def default_token_counter(encoding: str = DEFAULT_ENCODING) -> TokenCounter:
             enc = tiktoken.get_encoding(encoding)
         except Exception as exc:  # network errors, missing cache, unknown encoding: never fatal
             warnings.warn(
-                f"tiktoken encoding {encoding!r} is unavailable ({type(exc).__name__}); "
-                "token counts are approximate",
+                f"tiktoken encoding {encoding!r} is unavailable ({type(exc).__name__}); token counts are approximate",
                 RuntimeWarning,
                 stacklevel=2,
             )

@@ -33,12 +33,16 @@ def chunk_metadata(cid: str, entities: Iterable[str]) -> dict[str, Any]:
 
 def entity_vector_item(entity: Entity) -> VectorItem:
     """How an entity is embedded: its name and description."""
-    return VectorItem(entity_vector_id(entity.name), f"{entity.name}\n{entity.description}".strip(),
-                      {"name": entity.name})
+    return VectorItem(
+        entity_vector_id(entity.name), f"{entity.name}\n{entity.description}".strip(), {"name": entity.name}
+    )
 
 
 def relation_vector_item(relation: Relation, *, directed: bool = False) -> VectorItem:
     """How a relation is embedded: keywords, endpoints and description."""
     text = f"{', '.join(relation.keywords)}\n{relation.source}\n{relation.target}\n{relation.description}"
-    return VectorItem(relation_vector_id(relation_key(relation.source, relation.target, directed=directed)),
-                      text.strip(), {"source": relation.source, "target": relation.target})
+    return VectorItem(
+        relation_vector_id(relation_key(relation.source, relation.target, directed=directed)),
+        text.strip(),
+        {"source": relation.source, "target": relation.target},
+    )

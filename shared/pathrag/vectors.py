@@ -171,8 +171,9 @@ class InMemoryVectorIndex:
         top = np.argpartition(-scores, k - 1)[:k]
         # ties broken by id so results never depend on insertion order
         ranked = sorted(top.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
-        return [VectorHit(ids[i], float(scores[i]), self._items[ids[i]].metadata, self._items[ids[i]].text)
-                for i in ranked]
+        return [
+            VectorHit(ids[i], float(scores[i]), self._items[ids[i]].metadata, self._items[ids[i]].text) for i in ranked
+        ]
 
     def query(self, text: str, k: int) -> list[VectorHit]:
         return self._search(self.embedder.embed([text])[0], k)
@@ -198,14 +199,20 @@ class InMemoryVectorIndex:
 
     def rows(self) -> list[tuple[str, str, Mapping[str, Any], bytes]]:
         """``(id, text, metadata, float32 vector bytes)`` of every item: what a store keeps."""
-        return [(i, item.text, dict(item.metadata), self._vectors[i].astype("<f4").tobytes())
-                for i, item in self._items.items()]
+        return [
+            (i, item.text, dict(item.metadata), self._vectors[i].astype("<f4").tobytes())
+            for i, item in self._items.items()
+        ]
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the index (texts, metadata and vectors) to ``path`` atomically."""
         rows = [
-            {"id": i, "text": item.text, "metadata": dict(item.metadata),
-             "vector": base64.b64encode(self._vectors[i].astype("<f4").tobytes()).decode("ascii")}
+            {
+                "id": i,
+                "text": item.text,
+                "metadata": dict(item.metadata),
+                "vector": base64.b64encode(self._vectors[i].astype("<f4").tobytes()).decode("ascii"),
+            }
             for i, item in self._items.items()
         ]
         atomic_write_text(path, json.dumps({"format": "pathrag-vectors", "version": 1, "items": rows}))
@@ -231,4 +238,3 @@ class InMemoryVectorIndex:
 def _unit(vector: np.ndarray) -> np.ndarray:
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm else vector
-
