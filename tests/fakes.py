@@ -33,8 +33,15 @@ def answer_for(text: str, *, gleaning: bool) -> str:
 class ScriptedLLM:
     """An async model answering extraction, gleaning and summary prompts from the chunk's facts."""
 
-    def __init__(self, *, name: str = "scripted", delay: float = 0.0, fail_times: dict[str, int] | None = None,
-                 always_fail: tuple[str, ...] = (), crash_on_call: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        name: str = "scripted",
+        delay: float = 0.0,
+        fail_times: dict[str, int] | None = None,
+        always_fail: tuple[str, ...] = (),
+        crash_on_call: int | None = None,
+    ) -> None:
         self.name = name
         self.delay = delay
         self.fail_times = dict(fail_times or {})

@@ -35,8 +35,13 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted-chat"
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         prompt = "\n".join(str(m.text) for m in messages)
         self.prompts.append(prompt)
         return ChatResult(generations=[ChatGeneration(message=AIMessage(self.reply(prompt)))])
@@ -60,7 +65,10 @@ def embeddings():
     return PathRAGEmbeddings(HashingEmbedder(128))
 
 
-HARBOUR = Document(id="harbour", metadata={"source": "harbour.txt"}, page_content="""\
+HARBOUR = Document(
+    id="harbour",
+    metadata={"source": "harbour.txt"},
+    page_content="""\
 ENTITY Mara | person | Harbour pilot of Saltmere.
 ENTITY Saltmere | location | A fishing town.
 ENTITY Tide Board | organization | Runs the port of Saltmere.
@@ -69,13 +77,18 @@ LINK Mara | Saltmere | Mara lives in Saltmere. | home | 6
 LINK Tide Board | Mara | The Tide Board employs Mara. | employment | 8
 LINK Tide Board | Saltmere | The Tide Board governs Saltmere. | governance | 7
 LINK Mara | Gull | Mara owns the Gull. | ownership | 5
-LINK Gull | Saltmere | The Gull is moored in Saltmere. | mooring | 4""")
+LINK Gull | Saltmere | The Gull is moored in Saltmere. | mooring | 4""",
+)
 
-WALL = Document(id="wall", metadata={"source": "wall.txt"}, page_content="""\
+WALL = Document(
+    id="wall",
+    metadata={"source": "wall.txt"},
+    page_content="""\
 ENTITY Ida | person | Chief engineer.
 ENTITY Sea Wall | object | Flood barrier of Saltmere.
 LINK Ida | Sea Wall | Ida designed the Sea Wall. | design | 7
 LINK Sea Wall | Saltmere | The Sea Wall protects Saltmere. | protection | 8
-LINK Tide Board | Ida | The Tide Board hired Ida. | contract | 6""")
+LINK Tide Board | Ida | The Tide Board hired Ida. | contract | 6""",
+)
 
 QUESTION = "How is Mara connected to the Sea Wall?"

@@ -29,8 +29,9 @@ ANSWER = "The paths say so."
 
 def triplets_for(text: str) -> str:
     lines = (line.partition(" ") for line in text.splitlines())
-    return "\n".join(f"({', '.join(f.strip() for f in rest.split('|'))})" for kind, _, rest in lines
-                     if kind == "TRIPLET")
+    return "\n".join(
+        f"({', '.join(f.strip() for f in rest.split('|'))})" for kind, _, rest in lines if kind == "TRIPLET"
+    )
 
 
 class ScriptedLlamaLLM(CustomLLM):
@@ -68,7 +69,7 @@ class ScriptedLlamaLLM(CustomLLM):
                 observation = talk.rsplit("Observation:", 1)[1].strip().splitlines()[0]
                 return f"Thought: I can answer without using any more tools.\nAnswer: {observation}"
             question = talk.split("user: ", 1)[1].splitlines()[0]
-            return f"Thought: I need the graph.\nAction: {self.react_tool}\nAction Input: {json.dumps({'input': question})}"
+            return f"Thought: I need the graph.\nAction: {self.react_tool}\nAction Input: {json.dumps({'input': question})}"  # noqa: E501
         if prompt.endswith(TRIPLETS_END):
             return triplets_for(prompt.rsplit("Text: ", 1)[-1].removesuffix(TRIPLETS_END))
         return self.answer

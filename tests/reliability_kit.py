@@ -38,15 +38,20 @@ QUERIES = ("N1 and N5", "How is N3 connected to N12?", "HUB", "N7 N8 N9")
 def doc(i: int, version: int = 0) -> Document:
     """A small document: an entity, its link to the hub, and a link to its neighbour (two chunks)."""
     tag = f" (v{version})" if version else ""
-    return Document(id=f"d{i}", chunks=(
-        f"ENTITY N{i} | concept | Node {i}{tag}.\nLINK N{i} | HUB | n{i} joins the hub{tag}. | k | 2",
-        f"ENTITY N{i + 1} | concept | Node {i + 1}.\nLINK N{i} | N{i + 1} | n{i} precedes n{i + 1}{tag}. | order | 1"))
+    return Document(
+        id=f"d{i}",
+        chunks=(
+            f"ENTITY N{i} | concept | Node {i}{tag}.\nLINK N{i} | HUB | n{i} joins the hub{tag}. | k | 2",
+            f"ENTITY N{i + 1} | concept | Node {i + 1}.\nLINK N{i} | N{i + 1} | n{i} precedes n{i + 1}{tag}. | order | 1",  # noqa: E501
+        ),
+    )
 
 
 def open_index(directory: Path | None, llm: ScriptedLLM | None = None, dims: int = 64, **config: Any) -> PathRAGIndex:
     config.setdefault("max_concurrency", 2)
-    return PathRAGIndex(directory, llm=llm or ScriptedLLM(), embedder=HashingEmbedder(dims),
-                        config=IndexConfig(**config))
+    return PathRAGIndex(
+        directory, llm=llm or ScriptedLLM(), embedder=HashingEmbedder(dims), config=IndexConfig(**config)
+    )
 
 
 def answer(result: RetrievalResult) -> tuple:
@@ -61,8 +66,10 @@ def contents(index: PathRAGIndex) -> dict[str, Any]:
         "live chunks": sorted(cid for cid, c in index.chunks.items() if c.refs),
         "entities": sorted(e.model_dump_json() for e in index.graph.iter_entities()),
         "relations": sorted(r.model_dump_json() for r in index.graph.iter_relations()),
-        "vectors": {name: sorted((i, v.get(i).text) for i in v.ids())  # type: ignore[union-attr]
-                    for name, v in index.vector_indexes.items()},
+        "vectors": {
+            name: sorted((i, v.get(i).text) for i in v.ids())  # type: ignore[union-attr]
+            for name, v in index.vector_indexes.items()
+        },
     }
 
 
@@ -87,10 +94,14 @@ class LoadReport:
     first_error: str = ""
 
     def row(self) -> dict[str, Any]:
-        return {"check": f"load: {self.readers} threads + {self.tasks} asyncio tasks + 1 writer, {self.seconds:g} s",
-                "queries": self.queries, "writes": self.writes,
-                "errors": f"{self.errors} raised + {self.inconsistent} mixed states" if self.inconsistent else self.errors,
-                "trials": "-", "losses": "-"}
+        return {
+            "check": f"load: {self.readers} threads + {self.tasks} asyncio tasks + 1 writer, {self.seconds:g} s",
+            "queries": self.queries,
+            "writes": self.writes,
+            "errors": f"{self.errors} raised + {self.inconsistent} mixed states" if self.inconsistent else self.errors,
+            "trials": "-",
+            "losses": "-",
+        }
 
 
 def run_load(directory: Path | None, seconds: float, *, readers: int = 4, tasks: int = 4, seed: int = 0) -> LoadReport:
@@ -118,7 +129,7 @@ def run_load(directory: Path | None, seconds: float, *, readers: int = 4, tasks:
         reads.append((lo, len(states) - 1, query, found))
 
     def reader(n: int) -> None:
-        queries = QUERIES[n % len(QUERIES):] + QUERIES[:n % len(QUERIES)]
+        queries = QUERIES[n % len(QUERIES) :] + QUERIES[: n % len(QUERIES)]
         while not stop.is_set():
             for q in queries:
                 lo = len(states) - 1
@@ -141,6 +152,7 @@ def run_load(directory: Path | None, seconds: float, *, readers: int = 4, tasks:
         async def main() -> None:
             results = await asyncio.gather(*(task(n) for n in range(tasks)), return_exceptions=True)
             errors.extend(r for r in results if isinstance(r, BaseException))
+
         asyncio.run(main())
 
     threads = [threading.Thread(target=reader, args=(n,)) for n in range(readers)]
@@ -215,7 +227,7 @@ def _cached(directory: Path) -> set[str]:
         return set()
     conn = sqlite3.connect(directory / STORE_FILE)
     try:
-        return {key for key, in conn.execute("SELECT key FROM llm_cache")}
+        return {key for (key,) in conn.execute("SELECT key FROM llm_cache")}
     finally:
         conn.close()
 
@@ -233,9 +245,14 @@ class KillReport:
     problems: list[str] = field(default_factory=list)
 
     def row(self) -> dict[str, Any]:
-        return {"check": "kill -9 of a writer process at random moments, reopen, re-run", "queries": "-",
-                "writes": f"{len(PLAN)} commits per run", "errors": self.rerun_wrong + self.repaid,
-                "trials": self.trials, "losses": self.losses}
+        return {
+            "check": "kill -9 of a writer process at random moments, reopen, re-run",
+            "queries": "-",
+            "writes": f"{len(PLAN)} commits per run",
+            "errors": self.rerun_wrong + self.repaid,
+            "trials": self.trials,
+            "losses": self.losses,
+        }
 
 
 def run_kill_trials(workdir: Path, trials: int, *, seed: int = 0, delay: float = 0.03) -> KillReport:
@@ -329,8 +346,9 @@ def _library_open(directory: Path, dims: int = 64) -> tuple[list[str], dict[str,
 ADVICE = ("restore", "rebuild", "move", "index the documents", "upgrade")  # what the user is told to do
 
 
-def classify(directory: Path, path: Path, expected: dict[str, Any], dims: int = 64,
-             earlier: list[dict[str, Any]] = ()) -> tuple[str, str]:  # type: ignore[assignment]
+def classify(
+    directory: Path, path: Path, expected: dict[str, Any], dims: int = 64, earlier: list[dict[str, Any]] = ()
+) -> tuple[str, str]:  # type: ignore[assignment]
     """Open the damaged store from Python: a one-line error naming ``path``, everything intact, or (a WAL
     cut short) the state of an earlier commit, as the journal allows."""
     try:
@@ -431,9 +449,14 @@ class TwoWriterReport:
     exit_codes: list[int | None] = field(default_factory=list)
 
     def row(self) -> dict[str, Any]:
-        return {"check": "two writer processes on one store (refused at once; then waiting)", "queries": "-",
-                "writes": f"{self.documents} one-document commits", "errors": 0 if self.refused_with_pid else 1,
-                "trials": 1, "losses": self.lost}
+        return {
+            "check": "two writer processes on one store (refused at once; then waiting)",
+            "queries": "-",
+            "writes": f"{self.documents} one-document commits",
+            "errors": 0 if self.refused_with_pid else 1,
+            "trials": 1,
+            "losses": self.lost,
+        }
 
 
 def run_two_writers(workdir: Path, count: int, *, delay: float = 0.01) -> TwoWriterReport:

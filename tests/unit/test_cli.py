@@ -1,0 +1,488 @@
+"""The ``pathrag`` command through its real entry point (typer's runner, and the console script in a subprocess).
+
+Indexing uses the hidden ``--replay`` option: the replay model answers from the demo's recorded extractions,
+so the whole pipeline runs for real without a key. OPENAI_API_KEY is always unset.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from langchain_pathrag.cli import app, to_html, to_mermaid
+from pathrag import Entity, Keywords, RetrievalResult, RetrievedItem, ScoredPath
+from pathrag.demo import demo_data, load_questions
+from pathrag.tokens import approximate_token_count
+
+DATA = Path(str(demo_data()))
+QUESTIONS = load_questions()
+Q1 = QUESTIONS[0]  # Odric Pelham → North Channel Dredging → Lantern Night Flood
+DEMO_KNOBS = ["--num-seeds", "2", "--theta", "0.001"]
+
+
+@pytest.fixture(autouse=True)
+def no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PATHRAG_MODEL", "PATHRAG_EMBEDDING_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def assert_error(result, code: int, *fragments: str) -> None:
+    """One ``error:`` line on stderr, nothing else, no traceback, the given exit code."""
+    assert result.exit_code == code, result.output
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: "), result.stderr
+    assert "Traceback" not in result.output
+    for fragment in fragments:
+        assert fragment in result.stderr
+
+
+def arrows(nodes) -> tuple[str, str]:
+    return " → ".join(nodes), " → ".join(reversed(nodes))
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    """Two demo documents as Markdown and plain text in nested folders, and a third as HTML."""
+    folder = tmp_path / "docs"
+    (folder / "inquiry").mkdir(parents=True)
+    shutil.copy(DATA / "corpus" / "02-greyfen-expansion-plan.md", folder / "plan.md")
+    shutil.copy(DATA / "corpus" / "06-morrow-inquiry-findings.md", folder / "inquiry" / "findings.txt")
+    text = (DATA / "corpus" / "03-tarn-point-field-notes.md").read_text(encoding="utf-8")
+    paragraphs = "".join(f"<p>{html.escape(p)}</p>\n" for p in text.split("\n\n"))
+    (folder / "notes.html").write_text(
+        f"<html><head><style>p{{}}</style></head><body>{paragraphs}</body></html>", encoding="utf-8"
+    )
+    (folder / "README.rst").write_text("not indexed: unsupported type", encoding="utf-8")
+    (folder / ".hidden").mkdir()
+    (folder / ".hidden" / "skip.md").write_text("hidden folders are skipped", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def store(tmp_path: Path, docs: Path) -> Path:
+    result = run("index", docs, "--store", tmp_path / "store", "--replay", DATA)
+    assert result.exit_code == 0, result.output
+    return tmp_path / "store"
+
+
+def paths_json(store: Path, question: str = Q1.question, *extra: str) -> dict:
+    result = run("paths", question, "--store", store, "--format", "json", "--replay", DATA, *DEMO_KNOBS, *extra)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+# -- demo ------------------------------------------------------------------------------------------
+
+
+def test_demo_prints_seeds_key_paths_hops_tokens_and_prompts() -> None:
+    result = run("demo")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Indexed 6 documents (6 chunks): 37 entities, 104 relations from 12 replayed LLM calls" in out
+    assert out.count("━━ Question") == 3
+    for q in QUESTIONS:
+        section = out.split("━━ Question")[QUESTIONS.index(q) + 1]
+        assert q.question in section
+        assert (
+            f"Seed entities: {q.expected_path[0]}, {q.expected_path[-1]}" in section
+            or f"Seed entities: {q.expected_path[-1]}, {q.expected_path[0]}" in section
+        )
+        listed = re.findall(r"^  \d+\. score (\d\.\d{4})  (\d) hops?  (.+)$", section, re.M)
+        assert listed and any(path in arrows(q.expected_path) for _, _, path in listed), section
+        assert re.search(r"^Hops: \d+ paths: ", section, re.M)
+        assert re.search(r"^Context: [\d,]+ tokens, \d paths", section, re.M)
+        prompt = section.split(" tokens) ──", 1)[1].split("\n── end of prompt ─", 1)[0].split("\n", 1)[1]
+        assert prompt.startswith(f"Question: {q.question}\n\nSource passages, least to most relevant:")
+        assert prompt.endswith("say so rather than guessing.")
+        assert len(re.findall(r"^Path \d \(\d hops?, reliability [\d.]+\):$", prompt, re.M)) == len(listed)
+    assert "the reference path of 3 of 3 questions is among the key paths" in out
+    assert "set OPENAI_API_KEY to have a model answer" in out
+    assert "Answer:" not in out
+
+
+def test_demo_without_prompts_and_kept_in_a_store(tmp_path: Path) -> None:
+    result = run("demo", "--no-prompts", "--store", tmp_path / "demo")
+    assert result.exit_code == 0, result.output
+    assert "exact prompt" not in result.stdout and "Question: " not in result.stdout
+    # the kept index answers later commands, without any model
+    data = json.loads(run("paths", Q1.question, "--store", tmp_path / "demo", "-f", "json", *DEMO_KNOBS).stdout)
+    assert data["keywords"]["low_level"] == [Q1.question]  # no model: the question is the keyword
+    assert "entities                          37" in run("stats", "--store", tmp_path / "demo").stdout
+
+
+# -- index → paths → delete → paths ----------------------------------------------------------------
+
+
+def test_index_reports_the_insert_summary(tmp_path: Path, docs: Path) -> None:
+    result = run("index", docs, "--store", tmp_path / "s", "--replay", DATA)
+    assert result.exit_code == 0, result.output
+    rows = dict(re.findall(r"^  (\S.*?\S)  +(\S.*)$", result.stdout, re.M))
+    assert rows["documents indexed"] == "3"
+    assert rows["chunks"] == rows["chunks extracted"] == "3"
+    assert rows["LLM calls"] == "6"
+    assert int(rows["entities touched"]) > 30 and int(rows["relations touched"]) > 60
+    assert int(rows["tokens (prompt + completion)"].split()[0].replace(",", "")) > 10_000
+    assert "extracting" in result.stderr  # the progress bar
+
+
+def test_index_again_skips_unchanged_files(store: Path, docs: Path) -> None:
+    result = run("index", docs, "--store", store, "--replay", DATA)
+    assert result.exit_code == 0, result.output
+    rows = dict(re.findall(r"^  (\S.*?\S)  +(\S.*)$", result.stdout, re.M))
+    assert (rows["documents indexed"], rows["documents unchanged"], rows["LLM calls"]) == ("0", "3", "0")
+
+
+def test_round_trip_index_paths_delete_paths(store: Path) -> None:
+    before = paths_json(store)
+    assert before["seeds"] == ["ODRIC PELHAM", "LANTERN NIGHT FLOOD"]
+    assert list(Q1.expected_path) in [item["nodes"] for item in before["items"]]
+    for item in before["items"]:
+        assert item["kind"] == "path" and item["hops"] == len(item["nodes"]) - 1 and item["score"] > 0
+
+    stats = run("stats", "--store", store).stdout
+    assert re.search(r"^  inquiry/findings.txt +1$", stats, re.M)  # ids are paths relative to the argument
+    assert re.search(r"^  notes.html +1$", stats, re.M) and re.search(r"^  plan.md +1$", stats, re.M)
+
+    deleted = run("delete", "inquiry/findings.txt", "--store", store)
+    assert deleted.exit_code == 0, deleted.output
+    assert re.search(r"^  documents deleted +1$", deleted.stdout, re.M)
+
+    after = paths_json(store)
+    # the flood was only known from the deleted inquiry findings: no path reaches it any more
+    assert all("LANTERN NIGHT FLOOD" not in item["nodes"] for item in after["items"])
+    assert "LANTERN NIGHT FLOOD" not in after["seeds"]
+    assert "inquiry/findings.txt" not in run("stats", "--store", store).stdout
+
+
+def test_paths_table(store: Path) -> None:
+    result = run("paths", Q1.question, "--store", store, "--replay", DATA, *DEMO_KNOBS)
+    assert result.exit_code == 0, result.output
+    assert "Seeds (2): ODRIC PELHAM, LANTERN NIGHT FLOOD" in result.stdout
+    assert re.search(r"Key paths \(\d+ paths: .* hops?; mean [\d.]+ hops\)", result.stdout)
+    assert re.search(r"│ 1 │ 0\.\d{4} │ \d +│ ODRIC PELHAM →", result.stdout)
+
+
+def test_paths_without_a_model_search_with_the_question(store: Path) -> None:
+    result = run("paths", "Greyfen Marine Company and the Saltgate Barrier", "--store", store, "-f", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["keywords"] == {"high_level": [], "low_level": ["Greyfen Marine Company and the Saltgate Barrier"]}
+    assert data["items"]
+
+
+def test_mermaid_output_is_well_formed(store: Path) -> None:
+    data = paths_json(store)
+    result = run("paths", Q1.question, "--store", store, "-f", "mermaid", "--replay", DATA, *DEMO_KNOBS)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.strip().splitlines()
+    assert lines[0] == "graph LR"
+    nodes, edges, other = {}, [], []
+    for line in lines[1:]:
+        if m := re.fullmatch(r'    (n\d+)\["([^"]+)"\]', line):
+            nodes[m[1]] = m[2]
+        elif m := re.fullmatch(r'    (n\d+) -- "([^"]+)" --> (n\d+)', line):
+            edges.append((m[1], m[3]))
+        else:
+            other.append(line)
+    names = {n for item in data["items"] for n in item["nodes"]}
+    assert set(nodes.values()) == names and len(nodes) == len(names)
+    walked = {frozenset(p) for item in data["items"] for p in zip(item["nodes"], item["nodes"][1:], strict=True)}
+    assert {frozenset((nodes[a], nodes[b])) for a, b in edges} == walked and len(edges) == len(walked)
+    seeds = ",".join(i for i, n in nodes.items() if n in data["seeds"])
+    assert other == ["    classDef seed stroke-width:3px", f"    class {seeds} seed"]
+
+
+def test_mermaid_escapes_labels() -> None:
+    text = to_mermaid({'THE "GULL"': None, "#1 PIER": None}, {('THE "GULL"', "#1 PIER"): None}, [])
+    assert text.splitlines() == [
+        "graph LR",
+        '    n1["THE #quot;GULL#quot;"]',
+        '    n2["#35;1 PIER"]',
+        '    n1 -- "related" --> n2',
+    ]
+
+
+class _Checker(HTMLParser):
+    """Fails on unbalanced tags; records tags, attributes and text."""
+
+    VOID = {"meta", "br", "hr", "img", "input", "link", "col", "area", "base", "source", "wbr"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.tags: list[tuple[str, dict]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_endtag(self, tag):
+        assert self.stack and self.stack[-1] == tag, f"</{tag}> closes <{self.stack[-1] if self.stack else None}>"
+        self.stack.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_html_output_is_a_well_formed_self_contained_picture(store: Path) -> None:
+    data = paths_json(store)
+    result = run("paths", Q1.question, "--store", store, "-f", "html", "--replay", DATA, *DEMO_KNOBS)
+    assert result.exit_code == 0, result.output
+    page = result.stdout
+    assert page.startswith("<!DOCTYPE html>")
+    checker = _Checker()
+    checker.feed(page)
+    checker.close()
+    assert checker.stack == []
+    tags = [tag for tag, _ in checker.tags]
+    assert "script" not in tags and "link" not in tags and "iframe" not in tags
+    assert re.findall(r"(?:src|href)=", page) == [] and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
+    names = {n for item in data["items"] for n in item["nodes"]}
+    walked = {frozenset(p) for item in data["items"] for p in zip(item["nodes"], item["nodes"][1:], strict=True)}
+    assert tags.count("circle") == len(names) and tags.count("line") == len(walked)
+    seeds = [attrs for tag, attrs in checker.tags if tag == "g" and attrs.get("class") == "node seed"]
+    assert len(seeds) == len(data["seeds"])
+    text = "".join(checker.text)
+    for name in names:
+        assert name in text
+    assert text.count("→") >= sum(len(item["nodes"]) - 1 for item in data["items"])  # the path list
+    _, _, width, height = map(float, dict(checker.tags)["svg"]["viewbox"].split())
+    for _, attrs in checker.tags:  # every drawn point lies inside the picture
+        for x, y in (("cx", "cy"), ("x1", "y1"), ("x2", "y2")):
+            if x in attrs:
+                assert 0 <= float(attrs[x]) <= width and 0 <= float(attrs[y]) <= height
+
+
+def test_html_escapes_names_and_lays_out_separate_parts() -> None:
+    path = ScoredPath(nodes=("A<B", 'C & "D"'), score=0.5)
+    result = RetrievalResult(
+        query="<script>alert(1)</script>",
+        keywords=Keywords(),
+        seeds=["A<B", "LONE"],
+        items=[
+            RetrievedItem("path", "p1", "text", 0.5, path.nodes, (), path),
+            RetrievedItem("entity", "e1", "LONE", 0.0, ("LONE",), ()),
+        ],
+    )
+    entities = {"A<B": None, 'C & "D"': None, "LONE": Entity(name="LONE", type="thing", description="x < y")}
+    page = to_html(result, entities, {("A<B", 'C & "D"'): None}, ["A<B", "LONE"])
+    checker = _Checker()
+    checker.feed(page)
+    checker.close()
+    assert checker.stack == [] and "script" not in [tag for tag, _ in checker.tags]
+    assert "A&lt;B" in page and "C &amp; &quot;D&quot;" in page and "x &lt; y" in page
+    circles = [(float(a["cx"]), float(a["cy"])) for tag, a in checker.tags if tag == "circle"]
+    assert len(circles) == len(set(circles)) == 3  # the lone entity gets a place of its own
+
+
+def test_query_context_only_prints_the_exact_prompt(store: Path) -> None:
+    result = run(
+        "query",
+        Q1.question,
+        "--store",
+        store,
+        "--context-only",
+        "--replay",
+        DATA,
+        "--max-tokens",
+        "100000",
+        *DEMO_KNOBS,
+    )
+    assert result.exit_code == 0, result.output
+    prompt = result.stdout
+    assert prompt.startswith(f"Question: {Q1.question}\n\nSource passages, least to most relevant:")
+    assert prompt.rstrip().endswith("say so rather than guessing.")
+    assert prompt.index("\nPassage 1:\n") < prompt.index("\nPath 1 (")  # passages, then paths (most reliable last)
+    blocks = re.findall(r"^Path (\d+) \(\d hops?, reliability ([0-9.]+)\):$", prompt, re.M)
+    assert len(blocks) == len(paths_json(store)["items"])
+    assert [float(s) for _, s in blocks] == sorted(float(s) for _, s in blocks)  # most reliable last
+    assert "relation ODRIC PELHAM -> NORTH CHANNEL DREDGING [advocacy, presentation, expansion plan]" in prompt
+
+
+def test_query_context_budget_drops_the_least_reliable_paths(store: Path) -> None:
+    args = ("query", Q1.question, "--store", store, "--context-only", "--replay", DATA, "--context", "paths")
+    full = run(*args, *DEMO_KNOBS).stdout
+    small = run(*args, "--max-tokens", "900", *DEMO_KNOBS).stdout
+    assert full.startswith(f"Question: {Q1.question}\n\nRelational paths from the knowledge graph")
+    assert 0 < small.count("\nPath ") < full.count("\nPath ")
+
+
+def test_query_default_context_keeps_its_budget_with_passages_and_paths(store: Path) -> None:
+    out = run(
+        "query", Q1.question, "--store", store, "--context-only", "--replay", DATA, "--max-tokens", "2500", *DEMO_KNOBS
+    ).stdout
+    context = out[: out.rindex("\n\nAnswer the question above")]
+    assert "\nPassage 1:\n" in context and "\nPath 1 (" in context
+    assert approximate_token_count(context) <= 2500
+
+
+# -- errors: one line, non-zero exit, no traceback -----------------------------------------------------
+
+
+def test_error_missing_store(tmp_path: Path) -> None:
+    for args in (["paths", "q"], ["query", "q", "--context-only"], ["delete", "x"], ["stats"]):
+        assert_error(run(*args, "--store", tmp_path / "nope"), 1, f"no pathrag store at {tmp_path / 'nope'}")
+
+
+def test_error_store_is_not_a_store(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    assert_error(run("stats", "--store", tmp_path / "file"), 1, "is a file")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "something.txt").write_text("x")
+    assert_error(run("stats", "--store", tmp_path / "dir"), 1, "not a store made by the pathrag command")
+
+
+def test_error_unreadable_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"caf\xe9 au lait")
+    assert_error(
+        run("index", bad, "--store", tmp_path / "s", "--replay", DATA), 1, f"cannot read {bad}: not UTF-8 text"
+    )
+    assert not (tmp_path / "s").exists()  # nothing was indexed
+
+
+def test_error_missing_and_unsupported_paths(tmp_path: Path) -> None:
+    assert_error(
+        run("index", tmp_path / "nope.md", "--store", tmp_path / "s", "--replay", DATA), 1, "no such file or folder"
+    )
+    (tmp_path / "doc.docx").write_text("x")
+    assert_error(
+        run("index", tmp_path / "doc.docx", "--store", tmp_path / "s", "--replay", DATA), 1, "unsupported file type"
+    )
+
+
+def test_error_empty_folder(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    assert_error(
+        run("index", tmp_path / "empty", "--store", tmp_path / "s", "--replay", DATA),
+        1,
+        "no text, Markdown, HTML or PDF files under",
+    )
+    (tmp_path / "blank").mkdir()
+    (tmp_path / "blank" / "a.md").write_text("  \n\n ")
+    assert_error(
+        run("index", tmp_path / "blank", "--store", tmp_path / "s", "--replay", DATA),
+        1,
+        f"nothing to index: {tmp_path / 'blank' / 'a.md'}: no text",
+    )
+
+
+def test_pdf_without_pypdf_is_skipped_with_a_note(tmp_path: Path, docs: Path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # import pypdf -> ImportError
+    (docs / "scan.pdf").write_bytes(b"%PDF-1.4\n")
+    result = run("index", docs, "--store", tmp_path / "s", "--replay", DATA)
+    assert result.exit_code == 0, result.output
+    assert f"skipped {docs / 'scan.pdf'}: install pypdf to index PDF files" in result.stderr
+
+
+def test_error_no_key_for_generation(tmp_path: Path, docs: Path, store: Path) -> None:
+    assert_error(
+        run("index", docs, "--store", tmp_path / "new"),
+        1,
+        "indexing extracts entities with a language model: set OPENAI_API_KEY",
+    )
+    assert_error(run("query", Q1.question, "--store", store), 1, "set OPENAI_API_KEY", "--context-only")
+
+
+def test_error_bad_options(store: Path) -> None:
+    assert_error(
+        run("paths", "q", "--store", store, "--format", "xml"), 2, "'xml' is not one of", "(see: pathrag paths --help)"
+    )
+    assert_error(run("paths", "q", "--store", store, "--bogus"), 2, "No such option: --bogus")
+    assert_error(run("paths", "q", "--store", store, "--top-k", "0"), 2, "--top-k")
+    assert_error(run("index", "--store", store), 2, "Missing argument")
+    assert_error(run("frobnicate"), 2, "No such command")
+
+
+def test_error_embeddings_mismatch(store: Path) -> None:
+    assert_error(
+        run("paths", "q", "--store", store, "--embedding-model", "text-embedding-3-small"),
+        1,
+        "was built with the embeddings hashing",
+        "use another --store",
+    )
+
+
+def test_error_unknown_document(store: Path) -> None:
+    assert_error(run("delete", "plan.md", "missing.md", "--store", store), 1, "no document 'missing.md'", "plan.md")
+    assert "plan.md" in run("stats", "--store", store).stdout  # nothing was deleted
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    result = run("stats", "--store", tmp_path / "nope", "--debug")
+    assert result.exit_code == 1
+    assert "Traceback (most recent call last)" in result.stderr and "CliError" in result.stderr
+    assert result.stderr.rstrip().splitlines()[-1].startswith("error: no pathrag store")
+
+
+def test_no_arguments_prints_help() -> None:
+    result = run()
+    assert result.exit_code == 0
+    for command in ("index", "query", "paths", "delete", "stats", "demo"):
+        assert command in result.stdout
+
+
+# -- the installed console script ------------------------------------------------------------------------
+
+
+def _script() -> list[str]:
+    found = shutil.which("pathrag", path=os.path.dirname(sys.executable)) or shutil.which("pathrag")
+    return [found] if found else [sys.executable, "-m", "langchain_pathrag.cli"]
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+
+
+def test_console_script_runs_the_demo() -> None:
+    done = subprocess.run(
+        [*_script(), "demo", "--no-prompts"], capture_output=True, text=True, env=_env(), timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    for q in QUESTIONS:
+        assert any(path in done.stdout for path in arrows(q.expected_path)), q.question
+    assert "Traceback" not in done.stderr
+
+
+def test_console_script_errors_in_one_line(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*_script(), "query", "q", "--store", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        "error: answering needs a language model: set OPENAI_API_KEY (and OPENAI_BASE_URL for "
+        "another OpenAI-compatible endpoint), or add --context-only to print the prompt that "
+        "would be sent\n"
+    )
+
+
+def test_query_without_max_tokens_keeps_the_default_budget(store: Path) -> None:
+    from pathrag.context import DEFAULT_CONTEXT_TOKENS
+
+    out = run("query", Q1.question, "--store", store, "--context-only", "--replay", DATA, *DEMO_KNOBS).stdout
+    context = out[: out.rindex("\n\nAnswer the question above")]
+    assert "\nPassage 1:\n" in context
+    assert DEFAULT_CONTEXT_TOKENS // 2 < approximate_token_count(context) <= DEFAULT_CONTEXT_TOKENS

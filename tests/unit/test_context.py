@@ -1,0 +1,161 @@
+"""Path text and context layout."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+from pathrag import Entity, NetworkXGraphStore, Relation, ScoredPath, find_key_paths
+from pathrag.context import abuild_path_texts, build_context, build_path_texts, render_path
+
+
+@pytest.fixture
+def store() -> NetworkXGraphStore:
+    s = NetworkXGraphStore()
+    s.upsert_entities(
+        [
+            Entity(name="MARA", type="person", description="Harbour pilot."),
+            Entity(name="SALTMERE", type="location", description="A fishing town."),
+            Entity(name="TIDE CO", type="organization"),
+        ]
+    )
+    s.upsert_relations(
+        [
+            Relation(source="MARA", target="SALTMERE", description="Mara lives in Saltmere.", keywords=["home"]),
+            Relation(
+                source="TIDE CO",
+                target="SALTMERE",
+                description="Tide Co built the sea wall of Saltmere.",
+                keywords=["construction", "sea wall"],
+            ),
+        ]
+    )
+    return s
+
+
+def test_render_walks_in_order_and_keeps_relation_direction(store):
+    path = ScoredPath(nodes=("MARA", "SALTMERE", "TIDE CO"), score=1.0)
+    text = build_path_texts(store, [path])[0]
+    assert text.splitlines() == [
+        "MARA (person): Harbour pilot.",
+        "  relation MARA -> SALTMERE [home]: Mara lives in Saltmere.",
+        "SALTMERE (location): A fishing town.",
+        "  relation TIDE CO -> SALTMERE [construction, sea wall]: Tide Co built the sea wall of Saltmere.",
+        "TIDE CO (organization)",
+    ]
+
+
+def test_render_without_any_descriptions_is_still_readable():
+    text = render_path(ScoredPath(nodes=("a", "b"), score=1.0), {}, {})
+    assert text == "a\n  relation a -- b\nb"
+
+
+async def test_async_texts_match(store):
+    paths = find_key_paths(store, ["MARA", "TIDE CO"])
+    assert await abuild_path_texts(store, paths) == build_path_texts(store, paths)
+
+
+def paths_and_texts():
+    paths = [ScoredPath(nodes=("A", f"N{i}"), score=s) for i, s in enumerate([0.5, 0.9, 0.1, 0.7])]
+    return paths, [f"text of N{i} " + "word " * 20 for i in range(4)]
+
+
+def test_context_puts_query_first_and_paths_ascending():
+    paths, texts = paths_and_texts()
+    ctx = build_context("Why did the wall fail?", paths, texts)
+    assert ctx.text.startswith("Question: Why did the wall fail?")
+    positions = [ctx.text.index(f"text of N{i}") for i in (2, 0, 3, 1)]  # scores 0.1, 0.5, 0.7, 0.9
+    assert positions == sorted(positions)
+    assert [p.score for p in ctx.paths] == [0.1, 0.5, 0.7, 0.9]
+    assert ctx.text.index("Question:") < positions[0] and ctx.dropped == 0
+
+
+def test_context_budget_drops_least_reliable_first():
+    paths, texts = paths_and_texts()
+    full = build_context("q", paths, texts, token_counter=len)
+    budget = full.tokens - len(texts[0]) - 5  # not enough room for all four
+    ctx = build_context("q", paths, texts, max_tokens=budget, token_counter=len)
+    assert ctx.tokens <= budget
+    assert [p.score for p in ctx.paths] == [0.5, 0.7, 0.9] and ctx.dropped == 1
+    tiny = build_context("q", paths, texts, max_tokens=1, token_counter=len)
+    assert tiny.paths == () and tiny.text.startswith("Question: q") and tiny.dropped == 4
+
+
+def test_context_rejects_mismatched_inputs():
+    paths, texts = paths_and_texts()
+    with pytest.raises(ValueError, match="4 paths but 3 texts"):
+        build_context("q", paths, texts[:3])
+    with pytest.raises(ValueError, match="max_tokens"):
+        build_context("q", paths, texts, max_tokens=-1)
+
+
+def test_empty_context_says_so():
+    ctx = build_context("q", [], [])
+    assert ctx.paths == () and ctx.text.endswith("(no paths found)")
+
+
+def test_worked_example_context_end_to_end():
+    g = nx.Graph([("s", "a"), ("s", "b"), ("a", "t"), ("b", "c"), ("b", "d"), ("c", "t")])
+    store = NetworkXGraphStore(g)
+    paths = find_key_paths(store, ["s", "t"])
+    ctx = build_context("How are s and t linked?", paths, build_path_texts(store, paths))
+    assert ctx.text.index("Path 1 (3 hops, reliability 0.573)") < ctx.text.index("Path 2 (2 hops, reliability 0.780)")
+
+
+# -- the evidence layout -------------------------------------------------------------------------------
+
+
+def _evidence_items():
+    from pathrag import RetrievedItem
+
+    passages = [
+        RetrievedItem("passage", f"c{i}", f"passage {i} " + "word " * 20, 1.0 - i / 10, (), (f"c{i}",))
+        for i in range(5)
+    ]
+    new_fact = RetrievedItem(
+        "path", "p-new", "A -> Z", 1.5, ("A", "Z"), ("c9",), ScoredPath(nodes=("A", "Z"), score=1.5)
+    )
+    repeat = RetrievedItem("path", "p-old", "A -> B", 1.2, ("A", "B"), ("c0",), ScoredPath(nodes=("A", "B"), score=1.2))
+    return passages, new_fact, repeat
+
+
+def test_evidence_layout_is_query_passages_ascending_then_paths_most_reliable_last():
+    from pathrag.context import build_evidence_context, context_blocks
+
+    passages, new_fact, repeat = _evidence_items()
+    ctx = build_evidence_context("Q?", [new_fact, *passages, repeat], token_counter=len)
+    assert [i.id for i in ctx.items] == ["c4", "c3", "c2", "c1", "c0", "p-old", "p-new"]
+    text = ctx.text
+    assert text.startswith("Question: Q?\n\nSource passages, least to most relevant:\n\nPassage 1:\npassage 4")
+    assert text.index("Passage 5:\npassage 0") < text.index("Path 1 (1 hop, reliability 1.200)") < text.index("A -> Z")
+    assert "Question: Q?\n\n" + "\n\n".join(h + b for h, b in context_blocks(ctx)) == text
+    passages_only = build_evidence_context("Q?", passages, token_counter=len)
+    assert "Relational paths" not in passages_only.text  # no path shown: no paths section
+    assert "Question: Q?\n\n" + "\n\n".join(h + b for h, b in context_blocks(passages_only)) == passages_only.text
+
+
+def test_evidence_budget_passages_first_paths_only_in_their_share_and_only_with_new_facts():
+    from pathrag.context import build_evidence_context
+
+    passages, new_fact, repeat = _evidence_items()
+    items = [new_fact, repeat, *passages]
+    kinds = lambda ctx: [i.id for i in ctx.items]  # noqa: E731
+    for budget in (300, 400, 450, 500, 700):
+        plain = build_evidence_context("Q?", items, max_tokens=budget, token_counter=len)
+        shared = build_evidence_context("Q?", items, max_tokens=budget, token_counter=len, path_share=0.25)
+        assert plain.tokens <= budget and shared.tokens <= budget
+        assert "p-new" in kinds(shared)  # it brings a fact from elsewhere, and its share has room for it
+        n_plain = sum(i.kind == "passage" for i in plain.items)
+        n_shared = sum(i.kind == "passage" for i in shared.items)
+        assert n_shared <= n_plain  # a path may take a passage's place, never add passages
+        if "p-new" not in kinds(plain):  # passages first: no room was left for the path
+            assert n_plain > n_shared or plain.tokens + 45 > budget
+    # p-old repeats c0 (its only source), so only p-new may take the passages' room; leftover room takes both
+    narrow = build_evidence_context("Q?", items, max_tokens=320, token_counter=len, path_share=0.2)
+    assert "p-new" in kinds(narrow) and "p-old" not in kinds(narrow) and "c0" in kinds(narrow)
+    ample = build_evidence_context("Q?", items, max_tokens=10_000, token_counter=len, path_share=0.2)
+    assert set(kinds(ample)) == {i.id for i in items}
+    tiny_share = build_evidence_context("Q?", items, max_tokens=450, token_counter=len, path_share=0.001)
+    assert tiny_share.text == build_evidence_context("Q?", items, max_tokens=450, token_counter=len).text
+    with pytest.raises(ValueError, match="path_share"):
+        build_evidence_context("Q?", items, max_tokens=450, path_share=1.5)

@@ -1,0 +1,129 @@
+"""PATHRAG_PROMPT, format_paths and the LCEL chain."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+
+from langchain_pathrag import PATHRAG_PROMPT, PathRAGIndexer, create_pathrag_chain, format_paths
+from pathrag.context import answer_prompt, result_context
+from pathrag.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS
+
+from ..langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings
+
+ANSWER = "Mara works for the Tide Board, which hired Ida, who designed the Sea Wall."
+
+
+@functools.cache
+def indexer() -> PathRAGIndexer:
+    built = PathRAGIndexer(ScriptedChatModel(), embeddings())
+    built.add_documents([HARBOUR, WALL])
+    return built
+
+
+def streaming_model() -> GenericFakeChatModel:
+    return GenericFakeChatModel(messages=itertools.cycle([AIMessage(ANSWER)]))  # streams word by word
+
+
+def test_final_prompt_has_the_question_first_and_paths_in_ascending_score_order():
+    retriever = indexer().as_retriever(llm=None, k=6, context="paths")
+    llm = ScriptedChatModel(answer=ANSWER)
+    assert create_pathrag_chain(retriever, llm).invoke(QUESTION) == ANSWER
+    [prompt] = llm.prompts
+    docs = retriever.invoke(QUESTION)
+    assert prompt.startswith(f"Question: {QUESTION}\n")
+    positions = [prompt.index(f"reliability {d.metadata['score']:.3f}):\n{d.page_content}") for d in docs]
+    assert all(p > len(QUESTION) for p in positions)
+    by_position = [d for _, d in sorted(zip(positions, docs, strict=True), key=lambda pair: pair[0])]
+    assert [d.metadata["score"] for d in by_position] == sorted(d.metadata["score"] for d in docs)
+    assert by_position[-1].metadata["score"] == docs[0].metadata["score"]  # the best path is last
+    assert prompt.rstrip().endswith(ANSWER_INSTRUCTIONS)
+
+
+def test_format_paths_puts_entity_fills_first_and_numbers_the_paths():
+    docs = [
+        Document(page_content="B (concept)", metadata={"kind": "path", "score": 0.9, "nodes": ["A", "B"]}),
+        Document(page_content="C (concept)", metadata={"kind": "path", "score": 0.4, "nodes": ["A", "X", "C"]}),
+        Document(page_content="D alone", metadata={"kind": "entity", "score": 0.0, "nodes": ["D"]}),
+        Document(page_content="E alone", metadata={"kind": "entity", "score": 0.0, "nodes": ["E"]}),
+    ]
+    assert format_paths(docs) == (
+        "Entity 1 (on no path):\nE alone\n\nEntity 2 (on no path):\nD alone\n\n"
+        "Path 1 (2 hops, reliability 0.400):\nC (concept)\n\nPath 2 (1 hop, reliability 0.900):\nB (concept)"
+    )
+    assert format_paths([]) == "(no paths found)"
+    assert format_paths(docs[2:3]) == "Entity 1 (on no path):\nD alone"
+
+
+def test_prompt_is_the_core_wording():
+    value = PATHRAG_PROMPT.invoke(
+        {"context": "Question: Who?\n\nPath 1 ... {braces} stay", "instructions": EVIDENCE_INSTRUCTIONS}
+    )
+    [message] = value.to_messages()
+    assert message.type == "human"
+    assert message.content.startswith("Question: Who?") and "{braces} stay" in message.content
+    assert message.content.endswith(EVIDENCE_INSTRUCTIONS)
+
+
+@pytest.mark.parametrize("budget", [None, 150, 400])
+def test_chain_prompt_is_the_core_prompt_for_the_same_question(budget):
+    """One context everywhere: the chain sends exactly answer_prompt(result_context(...)) of the core."""
+    built = indexer()
+    llm = ScriptedChatModel(answer=ANSWER)
+    create_pathrag_chain(built.as_retriever(llm=None), llm, max_tokens=budget).invoke(QUESTION)
+    core = answer_prompt(result_context(built.index.retrieve(QUESTION, keyword_llm=False), max_tokens=budget))
+    assert "\nPassage 1:\n" in core  # the default context holds passages
+    assert llm.prompts == [core]
+
+
+async def test_invoke_ainvoke_batch_stream_astream_agree():
+    chain = create_pathrag_chain(indexer().as_retriever(llm=None, k=3), streaming_model())
+    assert chain.invoke(QUESTION) == ANSWER
+    assert await chain.ainvoke({"question": QUESTION}) == ANSWER
+    assert chain.batch([QUESTION, {"question": QUESTION}]) == [ANSWER, ANSWER]
+    assert await chain.abatch([QUESTION]) == [ANSWER]
+    chunks = list(chain.stream(QUESTION))
+    assert len(chunks) > 5 and "".join(chunks) == ANSWER
+    achunks = [c async for c in chain.astream(QUESTION)]
+    assert len(achunks) > 5 and "".join(achunks) == ANSWER
+
+
+async def test_return_paths_gives_the_answer_with_the_retrieved_documents():
+    retriever = indexer().as_retriever(llm=None, k=4)
+    chain = create_pathrag_chain(retriever, streaming_model(), return_paths=True)
+    result = chain.invoke(QUESTION)
+    assert result == {"question": QUESTION, "paths": retriever.invoke(QUESTION), "answer": ANSWER}
+    assert await chain.ainvoke(QUESTION) == result
+    merged: dict = {}
+    async for chunk in chain.astream(QUESTION):
+        for key, value in chunk.items():
+            merged[key] = merged.get(key, "") + value if key == "answer" else value
+    assert merged == result
+
+
+async def test_empty_question_still_gets_an_answer_from_no_paths():
+    llm = ScriptedChatModel(answer="The knowledge graph does not cover it.")
+    assert create_pathrag_chain(indexer().as_retriever(llm=None), llm).invoke("") == llm.answer
+    assert "(no paths found)" in llm.prompts[0]
+
+
+@pytest.mark.parametrize("bad", [42, {"query": QUESTION}, {"question": 42}, None])
+async def test_bad_chain_input_is_a_type_error(bad):
+    chain = create_pathrag_chain(indexer().as_retriever(llm=None), streaming_model())
+    with pytest.raises(TypeError, match="expected a question string"):
+        chain.invoke(bad)
+    with pytest.raises(TypeError, match="expected a question string"):
+        await chain.ainvoke(bad)
+
+
+def test_chain_prompt_is_the_core_prompt_in_the_paths_layout_too():
+    built = indexer()
+    llm = ScriptedChatModel(answer=ANSWER)
+    create_pathrag_chain(built.as_retriever(llm=None, context="paths", k=20), llm).invoke(QUESTION)
+    core = answer_prompt(result_context(built.index.retrieve(QUESTION, keyword_llm=False, context="paths", top_k=20)))
+    assert llm.prompts == [core] and core.endswith(ANSWER_INSTRUCTIONS)

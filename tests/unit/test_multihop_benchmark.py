@@ -1,0 +1,198 @@
+"""The multi-hop QA benchmark on a small shipped sample (hashing embedder, no network), and the OpenIE importer."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from pathrag import HashingEmbedder, NetworkXGraphStore, PathRAGIndex
+from pathrag.context import result_context
+from pathrag.importers import import_openie
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = Path(__file__).parents[1] / "fixtures" / "musique_small"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("multihop_qa", ROOT / "benchmarks" / "multihop_qa.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_table_has_every_method_and_budget_with_rates_in_range(bench, tmp_path):
+    report = bench.run(SAMPLE, embedder="hashing", budgets=[300, 900], cache_dir=tmp_path, progress=False)
+    assert report["questions"] == 4 and report["embedder"] == "hashing"
+    rows = {(r["method"], r["budget"]): r for r in report["rows"]}
+    assert set(rows) == {(m, b) for m in bench.METHODS for b in (300, 900)}
+    for (_method, budget), row in rows.items():
+        assert 0 <= row["answer_in_context"] <= 1 and 0 <= row["gold_recall"] <= 1
+        assert row["tokens"] <= budget  # every context keeps its budget
+        assert 0 <= row["p50_ms"] <= row["p95_ms"]
+        assert row["answer_in_context"] * 4 == int(row["answer_in_context"] * 4)  # a share of 4 questions
+    assert rows["paths", 900]["gold_recall"] == 0  # paths carry no passage text
+    assert rows["dense", 900]["gold_recall"] > 0 and rows["default", 900]["gold_recall"] > 0
+    table = bench.format_table(report)
+    assert table.count("\n| ") == len(rows) + 1 and "| default | 900 |" in table
+    assert (tmp_path / "embeddings-hashing.npz").exists()  # the cache is written and reused
+    again = bench.run(SAMPLE, embedder="hashing", budgets=[300, 900], cache_dir=tmp_path, progress=False)
+    assert [r["answer_in_context"] for r in again["rows"]] == [r["answer_in_context"] for r in report["rows"]]
+
+
+def test_main_prints_the_table_and_writes_json(bench, tmp_path, capsys):
+    out = tmp_path / "report.json"
+    bench.main(
+        [
+            "--data",
+            str(SAMPLE),
+            "--budgets",
+            "600",
+            "--methods",
+            "dense,default",
+            "--limit",
+            "2",
+            "--cache-dir",
+            str(tmp_path),
+            "--json",
+            str(out),
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert printed.startswith("2 questions, embedder hashing") and "| dense | 600 |" in printed
+    assert [r["method"] for r in json.loads(out.read_text())["rows"]] == ["dense", "default"]
+
+
+def test_openie_passages_become_chunks_that_every_record_cites():
+    index = PathRAGIndex(embedder=HashingEmbedder())
+    summary = import_openie(SAMPLE / "openie_sample.json", index)
+    docs = json.loads((SAMPLE / "openie_sample.json").read_text())["docs"]
+    assert summary.documents == summary.chunks == len(docs) == 80
+    graph = index.graph.graph
+    chunk_ids = set(index.chunk_index._items)  # noqa: SLF001 - the in-memory index's own table
+    assert all(set(data["source_ids"]) <= chunk_ids for _, data in graph.nodes(data=True))
+    assert all(set(data["source_ids"]) <= chunk_ids for *_, data in graph.edges(data=True))
+    first = docs[0]
+    subject, predicate, obj = first["extracted_triples"][0]
+    relation = index.graph.get_relations([(subject.upper(), obj.upper())])
+    assert [r.description for r in relation.values()] == [f"{subject} {predicate} {obj}"]
+    hit = index.chunk_index.query(first["passage"], 1)[0]
+    assert hit.text == first["passage"] and subject.upper() in hit.metadata["entities"]
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        ["A", "B"],
+        ["A", "rel", "B", "extra"],
+        [],
+        ["A", "", "B"],
+        ["A", 3, "B"],
+        [None, "rel", "B"],
+        "A rel B",
+        {"s": "A"},
+        7,
+    ],
+)
+def test_malformed_triples_are_skipped_and_counted(row):
+    docs = [
+        {
+            "passage": "Ada met Bo.",
+            "extracted_entities": ["Ada", "Bo"],
+            "extracted_triples": [row, ["Ada", "met", "Bo"]],
+        }
+    ]
+    store = NetworkXGraphStore()
+    summary = import_openie(docs, store)
+    assert (summary.skipped, summary.relations, summary.entities) == (1, 1, 2)
+
+
+def test_malformed_passages_and_files_never_raise_deep(tmp_path):
+    docs = [
+        None,
+        {"passage": "   "},
+        {"title": "T", "text": "Body."},
+        {"passage": "X.", "extracted_entities": [3, ""], "extracted_triples": "nope"},
+    ]
+    summary = import_openie({"docs": docs}, NetworkXGraphStore())
+    assert (summary.documents, summary.skipped, summary.entities) == (2, 4, 0)  # 2 bad passages, 2 bad names
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="cannot read"):
+        import_openie(bad, NetworkXGraphStore())
+    with pytest.raises(ValueError, match="list of passages"):
+        import_openie({"docs": "text"}, NetworkXGraphStore())
+
+
+def test_default_context_holds_passages_and_paths_mode_matches_the_paper_layout():
+    index = PathRAGIndex(embedder=HashingEmbedder())
+    import_openie(SAMPLE / "openie_sample.json", index)
+    question = json.loads((SAMPLE / "questions.json").read_text())[0]["question"]
+    evidence = index.retrieve(question, keyword_llm=False)
+    paths = index.retrieve(question, keyword_llm=False, context="paths")
+    assert evidence.passages and not paths.passages
+    assert [i for i in evidence.items if i.kind != "passage"] == paths.items  # same seeds, same key paths
+    scores = [p.score for p in evidence.passages]
+    assert scores == sorted(scores, reverse=True)
+    text = result_context(evidence, max_tokens=800).text
+    assert text.startswith(f"Question: {question}\n\nSource passages, least to most relevant:")
+    assert result_context(paths).text.startswith(f"Question: {question}\n\nRelational paths from the knowledge graph")
+
+
+def test_with_a_model_answers_are_scored_by_exact_match_and_f1(bench, tmp_path, monkeypatch):
+    questions = bench.load_questions(SAMPLE)
+
+    def scripted(spec):  # answers right exactly when the context holds the answer
+        assert spec == "scripted:reader"
+
+        def answer(prompt: str) -> str:
+            body = prompt.split("\n", 1)[1]
+            for q in questions:
+                if prompt.startswith(f"Question: {q.text}\n"):
+                    return q.answers[0] if bench.answer_in(q, body) else "I do not know"
+            raise AssertionError("a prompt for an unknown question")
+
+        return answer
+
+    monkeypatch.setattr(bench, "_chat_model", scripted)
+    report = bench.run(
+        SAMPLE, budgets=[900], methods=["dense", "default"], cache_dir=tmp_path, model="scripted:reader", progress=False
+    )
+    for row in report["rows"]:
+        assert row["em"] == row["answer_in_context"] and row["f1"] == pytest.approx(row["em"])
+    assert "| EM | F1 |" in bench.format_table(report)
+    assert bench.token_f1(questions[0], "the " + questions[0].answers[0]) == 1.0
+    assert 0 < bench.token_f1(questions[0], questions[0].answers[0] + " and more words") < 1
+
+
+def test_the_graph_can_be_built_by_extraction_with_a_model(bench, tmp_path):
+    """--extract-with: pathrag's own extraction over the passages instead of the OpenIE import."""
+
+    class TitleExtractor:  # a stand-in model: each passage's title becomes its one entity
+        name = "title-extractor"
+
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def complete(self, prompt: str) -> str:
+            raise AssertionError("indexing is async")
+
+        async def acomplete(self, prompt: str) -> str:
+            self.calls += 1
+            if "FOLLOW-UP" in prompt:
+                return "<|COMPLETE|>"
+            title = prompt.rsplit("Text:\n", 1)[1].split("\n", 1)[0]
+            return f'("entity"<|>{title}<|>concept<|>{title})<|COMPLETE|>'
+
+    model = TitleExtractor()
+    report = bench.run(
+        SAMPLE, budgets=[900], methods=["dense", "default"], cache_dir=tmp_path, progress=False, extract_with=model
+    )
+    assert model.calls == 2 * len(bench.corpus_passages(SAMPLE)) == 160  # extraction + one gleaning each
+    rows = {r["method"]: r for r in report["rows"]}
+    assert rows["default"]["gold_recall"] > 0 and 0 <= rows["default"]["answer_in_context"] <= 1
