@@ -123,7 +123,7 @@ def main() -> None:
 
         client = FalkorDB(unix_socket_path=args.socket)
     else:
-        from tests.falkordb_server import start_server
+        from tests.integration.falkordb_server import start_server
 
         server = start_server()
         client = server.client
@@ -169,7 +169,7 @@ def main() -> None:
         graph.delete()
     finally:
         if server is not None:
-            from tests.falkordb_server import stop_server
+            from tests.integration.falkordb_server import stop_server
 
             stop_server(server)
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # tests.falkordb_server, path_retrieval's generators
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]  # tests.integration.falkordb_server, path_retrieval's generators
 
 from llama_index.core.graph_stores.types import EntityNode  # noqa: E402
 from llama_index.core.graph_stores.types import Relation as StoreRelation  # noqa: E402
@@ -28,7 +28,7 @@ from path_retrieval import barabasi_albert_graph, powerlaw_configuration_graph  
 from llama_index_pathrag.graph import CypherPropertyGraphAdapter, PropertyGraphStoreAdapter, cypher_runner  # noqa: E402
 from pathrag import find_key_paths  # noqa: E402
 from pathrag.context import build_path_texts  # noqa: E402
-from tests.falkordb_server import start_server, stop_server  # noqa: E402
+from tests.integration.falkordb_server import start_server, stop_server  # noqa: E402
 
 
 def load(store: FalkorDBPropertyGraphStore, graph, rng: random.Random) -> float:
@@ -103,7 +103,8 @@ def main() -> None:
         seed_sets = [list(dict.fromkeys(rng.choices(nodes, weights=weights, k=40))) for _ in range(args.queries)]
         run = cypher_runner(store)
         print(
-            "| θ | same paths | generic p50 ms | get_triplets / query | pushed-down p50 ms | get_triplets / query | hop queries / query |"
+            "| θ | same paths | generic p50 ms | get_triplets / query | pushed-down p50 ms | get_triplets / query "
+            "| hop queries / query |"
         )
         print("|---|---|---|---|---|---|---|")
         for theta in (0.05, 0.01):
@@ -112,7 +113,8 @@ def main() -> None:
                 lambda: CypherPropertyGraphAdapter(store, run), seed_sets, theta, calls
             )
             print(
-                f"| {theta} | {generic == pushed} | {g_p50:.0f} | {g_calls:.1f} | {p_p50:.0f} | {p_calls:.1f} | {p_hops:.1f} |"
+                f"| {theta} | {generic == pushed} | {g_p50:.0f} | {g_calls:.1f} "
+                f"| {p_p50:.0f} | {p_calls:.1f} | {p_hops:.1f} |"
             )
         store.close()
     finally:

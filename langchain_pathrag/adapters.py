@@ -25,6 +25,7 @@ from langchain_core.language_models import BaseLanguageModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.vectorstores import VectorStore
+from typing_extensions import override
 
 from pathrag import Embedder, VectorHit, VectorItem
 
@@ -40,7 +41,7 @@ def _text(output: Any) -> str:
     raise TypeError(f"expected a message or a str from the model, got {type(output).__name__}")
 
 
-def _model_name(llm: BaseLanguageModel) -> str:
+def _model_name(llm: BaseLanguageModel[Any]) -> str:
     """``<llm type>:<model name>``, or a digest of the identifying parameters when there is no name.
 
     It keys the index's LLM cache: answers recorded with one model are not reused for another.
@@ -62,7 +63,7 @@ class LangChainLanguageModel:
     """
 
     def __init__(
-        self, llm: BaseLanguageModel, *, config: RunnableConfig | None = None, name: str | None = None
+        self, llm: BaseLanguageModel[Any], *, config: RunnableConfig | None = None, name: str | None = None
     ) -> None:
         if not isinstance(llm, BaseLanguageModel):
             raise TypeError(f"expected a LangChain chat model or LLM, got {type(llm).__name__}")
@@ -71,9 +72,11 @@ class LangChainLanguageModel:
         self.name = name or _model_name(llm)
 
     def complete(self, prompt: str) -> str:
+        """Invoke the model on ``prompt`` with ``config``; the answer's text."""
         return _text(self.llm.invoke(prompt, config=self.config))
 
     async def acomplete(self, prompt: str) -> str:
+        """Async :meth:`complete` (``ainvoke``)."""
         return _text(await self.llm.ainvoke(prompt, config=self.config))
 
     def __repr__(self) -> str:
@@ -89,9 +92,11 @@ class LangChainEmbedder:
         self.embeddings = embeddings
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, from ``embed_documents``."""
         return self.embeddings.embed_documents(list(texts))
 
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Async :meth:`embed` (``aembed_documents``)."""
         return await self.embeddings.aembed_documents(list(texts))
 
 
@@ -107,15 +112,19 @@ class PathRAGEmbeddings(Embeddings):
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
 
+    @override
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self.embedder.embed(texts)
 
+    @override
     def embed_query(self, text: str) -> list[float]:
         return self.embedder.embed([text])[0]
 
+    @override
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
         return await self.embedder.aembed(texts)
 
+    @override
     async def aembed_query(self, text: str) -> list[float]:
         return (await self.embedder.aembed([text]))[0]
 
@@ -150,6 +159,7 @@ class LangChainVectorIndex:
         self.store = store
 
     def upsert(self, items: Sequence[VectorItem]) -> None:
+        """Store ``items`` under their ids, skipping unchanged ones and replacing changed ones."""
         docs = _documents(items)
         if not docs:
             return
@@ -164,6 +174,7 @@ class LangChainVectorIndex:
             self.store.add_documents(todo, ids=[doc.id for doc in todo])
 
     async def aupsert(self, items: Sequence[VectorItem]) -> None:
+        """Async :meth:`upsert`."""
         docs = _documents(items)
         if not docs:
             return
@@ -178,6 +189,7 @@ class LangChainVectorIndex:
             await self.store.aadd_documents(todo, ids=[doc.id for doc in todo])
 
     def query(self, text: str, k: int) -> list[VectorHit]:
+        """The ``k`` items nearest ``text``, in the store's order (best first); none when ``k <= 0``."""
         if k <= 0:
             return []
         try:
@@ -187,6 +199,7 @@ class LangChainVectorIndex:
         return [_hit(doc, score) for doc, score in found]
 
     async def aquery(self, text: str, k: int) -> list[VectorHit]:
+        """Async :meth:`query`."""
         if k <= 0:
             return []
         try:
@@ -206,11 +219,13 @@ class LangChainVectorIndex:
         )
 
     def delete(self, ids: Iterable[str]) -> None:
+        """Delete the items ``ids`` (the store is not called when there are none)."""
         ids = list(ids)
         if ids:
             self.store.delete(ids)
 
     async def adelete(self, ids: Iterable[str]) -> None:
+        """Async :meth:`delete`."""
         ids = list(ids)
         if ids:
             await self.store.adelete(ids)

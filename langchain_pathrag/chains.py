@@ -1,9 +1,9 @@
 """The answering prompt and an LCEL chain: question → retrieved evidence → prompt → model → answer.
 
 The context is laid out by the core's one builder (:func:`pathrag.context.items_context`, what
-:func:`pathrag.context.result_context` uses, in the layout the retriever's documents were retrieved for): the question first, then the passages from least to
-most relevant, then the paths from least to most reliable (the most reliable right before the
-instructions). Its wording is the core's (:mod:`pathrag.prompts`).
+:func:`pathrag.context.result_context` uses, in the layout the retriever's documents were retrieved
+for): the question first, then the passages from least to most relevant, then the paths from least to
+most reliable (the most reliable right before the instructions). Its wording is the core's (:mod:`pathrag.prompts`).
 
 >>> from langchain_core.documents import Document
 >>> weak = Document(page_content="A -> B", metadata={"kind": "path", "score": 0.2, "nodes": ["A", "B"]})
@@ -29,6 +29,7 @@ from langchain_core.runnables import Runnable, RunnableLambda, RunnableParallel,
 
 from pathrag import RetrievedItem, ScoredPath
 from pathrag.context import DEFAULT_CONTEXT_TOKENS, PathContext, format_path_blocks, items_context
+from pathrag.models import ItemKind
 
 __all__ = ["PATHRAG_PROMPT", "create_pathrag_chain", "format_context", "format_paths"]
 
@@ -76,7 +77,8 @@ def _item(doc: Document) -> RetrievedItem:
     """A retriever document back as the core's item (the metadata the retriever wrote)."""
     meta = doc.metadata
     nodes = tuple(str(n) for n in meta.get("nodes") or ())
-    kind = meta.get("kind") if meta.get("kind") in ("path", "passage", "entity") else "entity"
+    stored_kind = meta.get("kind")
+    kind: ItemKind = stored_kind if stored_kind in ("path", "passage", "entity") else "entity"
     path = ScoredPath(nodes=nodes, score=_score(doc)) if kind == "path" and len(nodes) >= 2 else None
     return RetrievedItem(
         "path" if path else kind,
@@ -123,9 +125,9 @@ def _prompt_values(retrieved: Mapping[str, Any], max_tokens: int | None) -> dict
 
 def create_pathrag_chain(
     retriever: Runnable[str, list[Document]],
-    llm: BaseLanguageModel,
+    llm: BaseLanguageModel[Any],
     *,
-    prompt: BasePromptTemplate = PATHRAG_PROMPT,
+    prompt: BasePromptTemplate[Any] = PATHRAG_PROMPT,
     return_paths: bool = False,
     max_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
 ) -> Runnable[Any, Any]:
@@ -133,8 +135,9 @@ def create_pathrag_chain(
 
     Returns the answer string, or with ``return_paths=True`` a dict ``{"question", "paths", "answer"}``
     where ``paths`` are the retrieved documents (best first). ``max_tokens`` bounds the context, as
-    :func:`pathrag.context.result_context` does (default 4,000 tokens; ``None``: no limit). ``invoke``, ``ainvoke``, ``batch``,
-    ``stream`` and ``astream`` all work; streaming yields the answer as the model writes it.
+    :func:`pathrag.context.result_context` does (default 4,000 tokens; ``None``: no limit). ``invoke``,
+    ``ainvoke``, ``batch``, ``stream`` and ``astream`` all work; streaming yields the answer as the model
+    writes it.
 
     >>> from langchain_core.language_models import FakeListChatModel
     >>> from langchain_core.documents import Document
@@ -148,7 +151,10 @@ def create_pathrag_chain(
     ...     {"question": "Where?"}))
     ['answer', 'paths', 'question']
     """
-    answer = RunnableLambda(lambda retrieved: _prompt_values(retrieved, max_tokens)) | prompt | llm | StrOutputParser()
+    values: RunnableLambda[Mapping[str, Any], dict[str, str]] = RunnableLambda(
+        lambda retrieved: _prompt_values(retrieved, max_tokens)
+    )
+    answer = values | prompt | llm | StrOutputParser()
     retrieve = RunnableLambda(_question) | RunnableParallel(question=RunnablePassthrough(), paths=retriever)
     chain = retrieve | (RunnablePassthrough.assign(answer=answer) if return_paths else answer)
     return chain.with_config(run_name="pathrag_chain")

@@ -145,7 +145,7 @@ class PathRAGIndexer:
 
     def __init__(
         self,
-        llm: BaseLanguageModel | None = None,
+        llm: BaseLanguageModel[Any] | None = None,
         embeddings: Embeddings | None = None,
         *,
         path: str | os.PathLike[str] | None = None,
@@ -230,7 +230,7 @@ class PathRAGIndexer:
     def load(
         cls,
         path: str | os.PathLike[str],
-        llm: BaseLanguageModel | None = None,
+        llm: BaseLanguageModel[Any] | None = None,
         embeddings: Embeddings | None = None,
         **kwargs: Any,
     ) -> PathRAGIndexer:
@@ -243,6 +243,7 @@ class PathRAGIndexer:
 
     @property
     def graph_store(self) -> GraphStore:
+        """The knowledge graph: the one given, else the store's own with a path, a networkx graph without."""
         return self.index.graph
 
     def _vector_store(self, name: str) -> VectorStore:
@@ -261,6 +262,7 @@ class PathRAGIndexer:
 
     @property
     def relation_store(self) -> VectorStore:
+        """The relations' vector store (the one given, or the default ``InMemoryVectorStore`` without a path)."""
         return self._vector_store("relations")
 
     @property
@@ -274,7 +276,7 @@ class PathRAGIndexer:
     def from_documents(
         cls,
         documents: Sequence[Document],
-        llm: BaseLanguageModel | None = None,
+        llm: BaseLanguageModel[Any] | None = None,
         embeddings: Embeddings | None = None,
         *,
         ids: Sequence[str] | None = None,
@@ -292,7 +294,7 @@ class PathRAGIndexer:
     async def afrom_documents(
         cls,
         documents: Sequence[Document],
-        llm: BaseLanguageModel | None = None,
+        llm: BaseLanguageModel[Any] | None = None,
         embeddings: Embeddings | None = None,
         *,
         ids: Sequence[str] | None = None,
@@ -307,7 +309,7 @@ class PathRAGIndexer:
     def from_texts(
         cls,
         texts: Iterable[str],
-        llm: BaseLanguageModel | None = None,
+        llm: BaseLanguageModel[Any] | None = None,
         embeddings: Embeddings | None = None,
         metadatas: Sequence[Mapping[str, Any]] | None = None,
         *,
@@ -321,7 +323,7 @@ class PathRAGIndexer:
     async def afrom_texts(
         cls,
         texts: Iterable[str],
-        llm: BaseLanguageModel | None = None,
+        llm: BaseLanguageModel[Any] | None = None,
         embeddings: Embeddings | None = None,
         metadatas: Sequence[Mapping[str, Any]] | None = None,
         *,
@@ -498,7 +500,7 @@ def _with_ids(items: Sequence[Any], ids: Sequence[str] | None) -> list[tuple[Any
     bad = [i for i in ids if not isinstance(i, str) or not i.strip()]
     if bad:
         raise ValueError(f"ids must be non-empty strings, got {bad[0]!r}")
-    return list(zip(items, ids))
+    return list(zip(items, ids, strict=True))
 
 
 def _text_documents(

@@ -20,7 +20,7 @@ entities fill up (``metadata["kind"] == "entity"``). The work is the core's
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -53,6 +53,13 @@ ENTITY_SEARCH_TAG = "pathrag:entity_search"
 T = TypeVar("T")
 _SETTINGS = frozenset(RetrievalParams.names())
 
+if TYPE_CHECKING:
+    _LanguageModel: TypeAlias = BaseLanguageModel[Any]
+else:
+    # pydantic validates a field against its annotation at runtime, and BaseLanguageModel[Any] would be a
+    # new (abstract) subclass that chat models and LLMs are not instances of
+    _LanguageModel = BaseLanguageModel
+
 
 def _child_config(
     run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun, tag: str
@@ -68,7 +75,7 @@ class _TracedIndex:
         self.index = index
         self.config = config
 
-    def _search(self, k: int) -> RunnableLambda:
+    def _search(self, k: int) -> RunnableLambda[str, list[VectorHit]]:
         async def asearch(text: str) -> list[VectorHit]:
             return await self.index.aquery(text, k)
 
@@ -96,11 +103,12 @@ class PathRAGRetriever(BaseRetriever):
     README). ``invoke(query, k=...)`` overrides ``top_k`` for one call; any other setting can be
     overridden per call too. With ``index`` (a :class:`pathrag.PathRAGIndex`, as
     :meth:`PathRAGIndexer.as_retriever` gives), the graph and indexes are the index's, and every
-    retrieval reads one committed state of it while documents are added or deleted. With ``llm``, high- and low-level keywords are extracted from the query
-    first (a run tagged :data:`KEYWORDS_TAG`); without one, or when its answer is unusable, the query
-    itself is the keyword. With ``passage_index`` (the indexer's chunk store) and ``context="evidence"``
-    (the default), up to ``num_passages`` source passages ranked with the flow follow the paths;
-    ``context="paths"`` is the paper's paths-only retrieval.
+    retrieval reads one committed state of it while documents are added or deleted. With ``llm``, high-
+    and low-level keywords are extracted from the query first (a run tagged :data:`KEYWORDS_TAG`);
+    without one, or when its answer is unusable, the query itself is the keyword. With
+    ``passage_index`` (the indexer's chunk store) and ``context="evidence"`` (the default), up to
+    ``num_passages`` source passages ranked with the flow follow the paths; ``context="paths"`` is the
+    paper's paths-only retrieval.
 
     Each document: ``page_content`` is the path (or passage) as text, ``id`` is stable, ``metadata``
     holds ``kind`` (``"path"``, ``"entity"`` or ``"passage"``), ``id``, ``score``, ``nodes``, ``hops`` and
@@ -114,7 +122,7 @@ class PathRAGRetriever(BaseRetriever):
     entity_index: VectorIndex | None = Field(default=None, exclude=True)
     passage_index: VectorIndex | None = Field(default=None, exclude=True)
     index: PathRAGIndex | None = Field(default=None, exclude=True)
-    llm: BaseLanguageModel | None = Field(default=None, exclude=True)
+    llm: _LanguageModel | None = Field(default=None, exclude=True)
     params: RetrievalParams = Field(default_factory=RetrievalParams)
 
     @model_validator(mode="before")

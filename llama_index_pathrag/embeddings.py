@@ -13,6 +13,7 @@ from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding, Embedding
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from typing_extensions import override
 
 from pathrag import HashingEmbedder
 
@@ -26,10 +27,12 @@ class HashingEmbedding(BaseEmbedding):
     _embedder: HashingEmbedder = PrivateAttr()
 
     def __init__(self, dimensions: int = 256, **kwargs: Any) -> None:
-        super().__init__(dimensions=dimensions, model_name=f"pathrag-hashing-{dimensions}", **kwargs)
+        # pydantic's __init__ takes every field; mypy reads BaseEmbedding's own fields only
+        super().__init__(dimensions=dimensions, model_name=f"pathrag-hashing-{dimensions}", **kwargs)  # type: ignore[call-arg]
         self._embedder = HashingEmbedder(dimensions)
 
     @classmethod
+    @override
     def class_name(cls) -> str:
         return "PathRAGHashingEmbedding"
 

@@ -43,7 +43,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from llama_index.core.async_utils import run_jobs
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -68,6 +68,7 @@ from llama_index.core.vector_stores.types import (
     MetadataFilter,
     MetadataFilters,
 )
+from typing_extensions import override
 
 from pathrag import Entity, Relation
 from pathrag.extraction import ExtractionConfig, ExtractionResult, extract_records
@@ -159,7 +160,7 @@ def _rows_to_sources(
 def _entity_sources(node: LabelledNode) -> list[_Source]:
     sources = _rows_to_sources(
         _parse(node.properties.get(SOURCES_KEY), node.id),
-        lambda record, chunk: Entity(name=node.id, source_ids=[chunk] if chunk else [], **record),
+        lambda record, chunk: Entity(name=node.id, source_ids=(chunk,) if chunk else (), **record),
         node.id,
     )
     if sources is None:  # stored without provenance: the whole item is one record
@@ -173,7 +174,7 @@ def _relation_sources(relations: Sequence[StoreRelation]) -> list[_Source]:
         what = f"{relation.source_id} -> {relation.target_id}"
         sources = _rows_to_sources(
             _parse(relation.properties.get(SOURCES_KEY), what),
-            lambda record, chunk: Relation(source_ids=[chunk] if chunk else [], **record),
+            lambda record, chunk: Relation(source_ids=(chunk,) if chunk else (), **record),
             what,
         )
         out += sources if sources is not None else [_Source("", None, [relation_from_store(relation)], legacy=True)]
@@ -282,7 +283,8 @@ class PathRAGExtractor(TransformComponent):
 
         if graph_store is not None and not isinstance(graph_store, PropertyGraphStore):
             raise TypeError(f"graph_store must be a llama_index PropertyGraphStore, got {type(graph_store).__name__}")
-        super().__init__(
+        # pydantic's __init__ takes every field; mypy reads TransformComponent's own fields only
+        super().__init__(  # type: ignore[call-arg]
             llm=llm or Settings.llm,
             config=config or ExtractionConfig(),
             num_workers=num_workers,
@@ -302,6 +304,7 @@ class PathRAGExtractor(TransformComponent):
                 )
 
     @classmethod
+    @override
     def class_name(cls) -> str:
         return "PathRAGExtractor"
 
@@ -325,10 +328,10 @@ class PathRAGExtractor(TransformComponent):
             emitted[batch.home[name]][0].append(node)
         for key, relation in written.relations.items():
             emitted[batch.home[key]][1].append(relation)
-        for node, (entities, relations) in zip(nodes, emitted):
+        for chunk, (entities, relations) in zip(nodes, emitted, strict=True):
             # chained extractors append to what earlier ones left
-            node.metadata[KG_NODES_KEY] = [*(node.metadata.get(KG_NODES_KEY) or []), *entities]
-            node.metadata[KG_RELATIONS_KEY] = [*(node.metadata.get(KG_RELATIONS_KEY) or []), *relations]
+            chunk.metadata[KG_NODES_KEY] = [*(chunk.metadata.get(KG_NODES_KEY) or []), *entities]
+            chunk.metadata[KG_RELATIONS_KEY] = [*(chunk.metadata.get(KG_RELATIONS_KEY) or []), *relations]
         return nodes
 
     async def _ask(self, prompt: str) -> str:
@@ -347,7 +350,7 @@ class PathRAGExtractor(TransformComponent):
     def _batch(nodes: list[BaseNode], results: list[ExtractionResult]) -> _Batch:
         """Group the records by entity and relation, chunk by chunk; note what each chunk touched."""
         batch = _Batch()
-        for i, (node, result) in enumerate(zip(nodes, results)):
+        for i, (node, result) in enumerate(zip(nodes, results, strict=True)):
             doc = node.ref_doc_id
             entities: dict[str, _Source] = {}
             relations: dict[Key, _Source] = {}
@@ -517,7 +520,7 @@ class PathRAGExtractor(TransformComponent):
             return {}
         texts = [str(entity_to_node(e)) for e in entities]
         vectors = await self.embed_model.aget_text_embedding_batch(texts)
-        return {e.name: list(v) for e, v in zip(entities, vectors)}
+        return {e.name: list(v) for e, v in zip(entities, vectors, strict=True)}
 
     async def _drop_vectors(self, names: list[str]) -> None:
         assert self.vector_store is not None
@@ -606,24 +609,29 @@ def _touched(chunks: Sequence[LabelledNode]) -> tuple[list[str], list[Key]]:
 
 
 _HOOK_ATTRIBUTE = "_pathrag_delete_hook"
+_R = TypeVar("_R")
 
 
-class _DeleteHook:
+class _Hook(Generic[_R]):
+    """A store method replaced on one store instance, and the extractor to tell first."""
+
+    def __init__(self, original: Callable[..., _R], extractor: PathRAGExtractor) -> None:
+        self.original = original
+        self.extractor = extractor
+
+
+class _DeleteHook(_Hook[None]):
     """Replaces ``delete`` on one store instance: drops the deleted chunks' records first, then deletes.
 
     LlamaIndex's ``delete_ref_doc`` deletes a document's chunks one ``delete(ids=[chunk id])`` at a time,
     and never tells an extractor; this is the one place that sees it. Other deletes pass through.
     """
 
-    def __init__(self, original: Callable[..., None], extractor: PathRAGExtractor) -> None:
-        self.original = original
-        self.extractor = extractor
-
     def __call__(
         self,
         entity_names: list[str] | None = None,
         relation_names: list[str] | None = None,
-        properties: dict | None = None,
+        properties: dict[str, Any] | None = None,
         ids: list[str] | None = None,
     ) -> None:
         if ids:
@@ -631,16 +639,14 @@ class _DeleteHook:
         self.original(entity_names=entity_names, relation_names=relation_names, properties=properties, ids=ids)
 
 
-class _AsyncDeleteHook(_DeleteHook):
-    """The same for a store whose ``adelete`` does not go through ``delete``."""
-
-    original: Callable[..., Awaitable[None]]  # type: ignore[assignment]
+class _AsyncDeleteHook(_Hook[Awaitable[None]]):
+    """The same as :class:`_DeleteHook` for a store whose ``adelete`` does not go through ``delete``."""
 
     async def __call__(
         self,
-        entity_names: list[str] | None = None,  # type: ignore[override]
+        entity_names: list[str] | None = None,
         relation_names: list[str] | None = None,
-        properties: dict | None = None,
+        properties: dict[str, Any] | None = None,
         ids: list[str] | None = None,
     ) -> None:
         if ids:
@@ -656,11 +662,13 @@ def _hook_deletes(store: PropertyGraphStore, extractor: PathRAGExtractor) -> boo
             hook.extractor = extractor
         return True
     try:
-        installed: list[_DeleteHook] = [_DeleteHook(store.delete, extractor)]
-        store.delete = installed[0]  # type: ignore[method-assign]
+        delete_hook = _DeleteHook(store.delete, extractor)
+        installed: list[_Hook[Any]] = [delete_hook]
+        store.delete = delete_hook  # type: ignore[method-assign]
         if type(store).adelete is not PropertyGraphStore.adelete:  # the default adelete calls delete
-            installed.append(_AsyncDeleteHook(store.adelete, extractor))
-            store.adelete = installed[1]  # type: ignore[method-assign]
+            adelete_hook = _AsyncDeleteHook(store.adelete, extractor)
+            installed.append(adelete_hook)
+            store.adelete = adelete_hook  # type: ignore[method-assign]
         setattr(store, _HOOK_ATTRIBUTE, installed)
     except (AttributeError, TypeError, ValueError) as exc:
         logger.warning(

@@ -62,6 +62,7 @@ from llama_index.core.graph_stores.types import (
     Triplet,
 )
 from llama_index.core.graph_stores.types import Relation as StoreRelation
+from typing_extensions import override
 
 from pathrag import Entity, Neighborhood, Relation
 from pathrag.cypher import CypherGraphStore, Runner, falkordb_runner, neo4j_runner
@@ -119,7 +120,7 @@ def entity_from_node(node: LabelledNode) -> Entity:
         name=node.id,
         type="" if not node.label or node.label == UNTYPED_LABEL else node.label,
         description=str(props.get("description") or props.get("entity_description") or ""),
-        source_ids=_sources(props),
+        source_ids=tuple(_sources(props)),
     )
 
 
@@ -135,9 +136,11 @@ def relation_from_store(relation: StoreRelation) -> Relation:
         source=relation.source_id,
         target=relation.target_id,
         description=str(props.get("description") or props.get("relationship_description") or ""),
-        keywords=_strings(props["keywords"]) if "keywords" in props else [relation.label.replace("_", " ").lower()],
+        keywords=tuple(_strings(props["keywords"]))
+        if "keywords" in props
+        else (relation.label.replace("_", " ").lower(),),
         weight=float(weight) if isinstance(weight, (int, float)) and not isinstance(weight, bool) else 1.0,
-        source_ids=_sources(props),
+        source_ids=tuple(_sources(props)),
     )
 
 
@@ -277,6 +280,7 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
             for u, (d, shown) in listed.items()
         }
 
+    @override
     def neighborhoods(
         self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
     ) -> dict[str, Neighborhood]:
@@ -285,6 +289,7 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
         self._load(v for _, shown in listed.values() for v in shown)
         return self._answer(listed, directed)
 
+    @override
     async def aneighborhoods(
         self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
     ) -> dict[str, Neighborhood]:
@@ -295,10 +300,12 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
 
     # -- entities and relations ------------------------------------------------------------------------
 
+    @override
     def get_entities(self, names: Iterable[str]) -> dict[str, Entity]:
         names = list(dict.fromkeys(names))
         return _entities(self.store.get(ids=names)) if names else {}  # get(ids=[]) returns every node
 
+    @override
     async def aget_entities(self, names: Iterable[str]) -> dict[str, Entity]:
         names = list(dict.fromkeys(names))
         return _entities(await self.store.aget(ids=names)) if names else {}
@@ -317,6 +324,7 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
                 found[(a, b)] = merge_relation([relation_from_store(r) for _, r in stored])
         return found
 
+    @override
     def get_relations(
         self, pairs: Iterable[tuple[str, str]], *, labels: Collection[str] | None = None
     ) -> dict[tuple[str, str], Relation]:
@@ -325,6 +333,7 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
         self._load(a for a, _ in pairs)
         return self._relations(pairs, labels)
 
+    @override
     async def aget_relations(
         self, pairs: Iterable[tuple[str, str]], *, labels: Collection[str] | None = None
     ) -> dict[tuple[str, str], Relation]:
@@ -344,7 +353,7 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
     ) -> list[LabelledNode]:
         old = {node.id: node for node in stored if isinstance(node, EntityNode)}
         extra = properties or {}
-        nodes = [
+        nodes: list[LabelledNode] = [
             entity_to_node(
                 e,
                 {**(old[e.name].properties if e.name in old else {}), **extra.get(e.name, {})},
@@ -368,6 +377,7 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
     def _unlabel_query(label: str) -> str:
         return f"UNWIND $ids AS id MATCH (e:`__Entity__` {{id: id}}) REMOVE e:`{label.replace('`', '``')}`"
 
+    @override
     def upsert_entities(
         self,
         entities: Iterable[Entity],
@@ -396,6 +406,7 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
                 self.store.structured_query(self._unlabel_query(label), param_map={"ids": ids})
             self.store.upsert_nodes(nodes)
 
+    @override
     async def aupsert_entities(
         self,
         entities: Iterable[Entity],
@@ -438,6 +449,7 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
         extra = properties or {}
         return [relation_to_store(r, label, extra.get(r.pair)) for r in relations]
 
+    @override
     def upsert_relations(
         self,
         relations: Iterable[Relation],
@@ -458,6 +470,7 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
         if relations:
             self.store.upsert_relations(self._replace(relations, properties))
 
+    @override
     async def aupsert_relations(
         self,
         relations: Iterable[Relation],
@@ -489,6 +502,7 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
     async def aget_store_relations(
         self, pairs: Iterable[tuple[str, str]], *, label: str | None = None
     ) -> dict[tuple[str, str], list[StoreRelation]]:
+        """Async twin of :meth:`get_store_relations`."""
         pairs = [(a, b) for a, b in pairs]
         await self._aload(a for a, _ in pairs)
         return self._store_relations(pairs, label or self.relation_label)
@@ -534,6 +548,7 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
                 "FalkorDB and Neo4j stores"
             )
 
+    @override
     def delete_entities(self, names: Iterable[str]) -> None:
         """Delete entities and whatever relation still touches them (nothing else)."""
         names = list(dict.fromkeys(names))
@@ -545,6 +560,7 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
         else:  # the class's own delete: a hook installed on this instance must not see our writes
             type(self.store).delete(self.store, ids=names)
 
+    @override
     async def adelete_entities(self, names: Iterable[str]) -> None:
         names = list(dict.fromkeys(names))
         self._triplets.clear()
@@ -555,32 +571,34 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
         else:
             await type(self.store).adelete(self.store, ids=names)
 
+    @override
     def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
         """Delete the relations of label ``relation_label`` between each pair, in either direction.
 
         Raises:
             NotImplementedError: the store is neither the in-memory one nor a Cypher store.
         """
-        pairs = [[a, b] for a, b in pairs]
+        ends = [[a, b] for a, b in pairs]
         self._triplets.clear()
-        if not pairs:
+        if not ends:
             return
         self._check_relation_delete()
         if isinstance(self.store, SimplePropertyGraphStore):
-            self._delete_simple(set(), {frozenset(p) for p in pairs})
+            self._delete_simple(set(), {frozenset(p) for p in ends})
         else:
-            self.store.structured_query(self._relation_delete_query(), param_map={"pairs": pairs})
+            self.store.structured_query(self._relation_delete_query(), param_map={"pairs": ends})
 
+    @override
     async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
-        pairs = [[a, b] for a, b in pairs]
+        ends = [[a, b] for a, b in pairs]
         self._triplets.clear()
-        if not pairs:
+        if not ends:
             return
         self._check_relation_delete()
         if isinstance(self.store, SimplePropertyGraphStore):
-            self._delete_simple(set(), {frozenset(p) for p in pairs})
+            self._delete_simple(set(), {frozenset(p) for p in ends})
         else:
-            await self.store.astructured_query(self._relation_delete_query(), param_map={"pairs": pairs})
+            await self.store.astructured_query(self._relation_delete_query(), param_map={"pairs": ends})
 
     def __repr__(self) -> str:
         return f"PropertyGraphStoreAdapter({type(self.store).__name__})"
@@ -657,6 +675,7 @@ class CypherPropertyGraphAdapter(PropertyGraphStoreAdapter):
                 self._generic = True
         return self.cypher
 
+    @override
     def neighborhoods(
         self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
     ) -> dict[str, Neighborhood]:
@@ -665,6 +684,7 @@ class CypherPropertyGraphAdapter(PropertyGraphStoreAdapter):
             return super().neighborhoods(requests, directed=directed, keep=keep)
         return core.neighborhoods(requests, directed=directed, keep=keep)
 
+    @override
     async def aneighborhoods(
         self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
     ) -> dict[str, Neighborhood]:

@@ -23,9 +23,11 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers import ResponseMode, get_response_synthesizer
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.settings import Settings
+from typing_extensions import override
 
 from pathrag import RetrievedItem, ScoredPath
 from pathrag.context import DEFAULT_CONTEXT_TOKENS, context_blocks, items_context
+from pathrag.models import ItemKind
 from pathrag.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, EVIDENCE_TEMPLATE
 
 from .retriever import PathRAGRetriever
@@ -62,7 +64,8 @@ def item_from_node(found: NodeWithScore) -> RetrievedItem:
     meta = found.node.metadata
     score = float(found.score or 0.0)
     nodes = tuple(str(n) for n in meta.get("nodes") or ())
-    kind = meta.get("kind") if meta.get("kind") in ("path", "passage", "entity") else "entity"
+    stored_kind = meta.get("kind")
+    kind: ItemKind = stored_kind if stored_kind in ("path", "passage", "entity") else "entity"
     path = ScoredPath(nodes=nodes, score=score) if kind == "path" and len(nodes) >= 2 else None
     return RetrievedItem(
         "path" if path else kind,
@@ -96,6 +99,7 @@ class PathRAGContextPostprocessor(BaseNodePostprocessor):
     max_tokens: int | None = DEFAULT_CONTEXT_TOKENS
 
     @classmethod
+    @override
     def class_name(cls) -> str:
         return "PathRAGContextPostprocessor"
 
@@ -106,9 +110,9 @@ class PathRAGContextPostprocessor(BaseNodePostprocessor):
         layout = "paths" if nodes and all(n.node.metadata.get("layout") == "paths" for n in nodes) else "evidence"
         query = query_bundle.query_str if query_bundle is not None else ""
         context = items_context(query, items, layout, max_tokens=self.max_tokens)
-        by_id = {item.id: n for item, n in zip(items, nodes)}
+        by_id = {item.id: n for item, n in zip(items, nodes, strict=True)}
         laid_out = []
-        for item, (head, _) in zip(context.items, context_blocks(context)):
+        for item, (head, _) in zip(context.items, context_blocks(context), strict=True):
             original = by_id[item.id]
             # the node keeps its own text; the block's head goes in through the one metadata entry the
             # LLM sees, so get_content(LLM) is exactly this item's block of the core's context
@@ -140,6 +144,7 @@ class PathOrderPostprocessor(BaseNodePostprocessor):
     """
 
     @classmethod
+    @override
     def class_name(cls) -> str:
         return "PathOrderPostprocessor"
 
@@ -151,9 +156,9 @@ class PathOrderPostprocessor(BaseNodePostprocessor):
 
 class PathRAGQueryEngine(RetrieverQueryEngine):
     """A ``RetrieverQueryEngine`` wired for PathRAG: :class:`PathRAGRetriever`, the core's layout
-    (:class:`PathRAGContextPostprocessor`) and :data:`PATHRAG_QA_TEMPLATE`. Build it with :meth:`from_index`; ``query``, ``aquery`` and streaming work
-    as for any query engine, and ``get_prompts`` / ``update_prompts`` reach the QA template as
-    ``"response_synthesizer:text_qa_template"``.
+    (:class:`PathRAGContextPostprocessor`) and :data:`PATHRAG_QA_TEMPLATE`. Build it with
+    :meth:`from_index`; ``query``, ``aquery`` and streaming work as for any query engine, and
+    ``get_prompts`` / ``update_prompts`` reach the QA template as ``"response_synthesizer:text_qa_template"``.
     """
 
     @classmethod

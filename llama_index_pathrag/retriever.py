@@ -16,8 +16,8 @@ the graph; this module supplies the seeds and the keyword model:
   (:mod:`pathrag.retrieval`); a chunk's ``pathrag_extracted`` metadata (written by
   :class:`~llama_index_pathrag.PathRAGExtractor`) names the entities the flow starts from.
 
-Node metadata (``kind``, ``id``, ``score``, ``nodes``, ``hops``, ``source_ids``, ``layout``) is hidden from the LLM and from
-embeddings, so the prompt holds the path text only.
+Node metadata (``kind``, ``id``, ``score``, ``nodes``, ``hops``, ``source_ids``, ``layout``) is hidden from the
+LLM and from embeddings, so the prompt holds the path text only.
 
 Bad input: no vector search anywhere → ``ValueError`` naming what to pass; a graph store that is not a
 ``PropertyGraphStore`` or an unknown parameter → ``TypeError``; a bad ``top_k`` / ``num_seeds`` →
@@ -41,6 +41,7 @@ from llama_index.core.llms import LLM
 from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.settings import Settings
 from llama_index.core.vector_stores.types import BasePydanticVectorStore, VectorStoreQuery, VectorStoreQueryResult
+from typing_extensions import override
 
 from pathrag import RetrievalParams, RetrievalResult, VectorHit, aretrieve, retrieve
 
@@ -131,7 +132,7 @@ def _hit(name: str, score: float | None) -> VectorHit:
 
 
 def _node_hits(nodes: Sequence[Any], scores: Sequence[float]) -> list[VectorHit]:
-    return [_hit(node.id, score) for node, score in zip(nodes, scores) if isinstance(node, EntityNode)]
+    return [_hit(node.id, score) for node, score in zip(nodes, scores, strict=True) if isinstance(node, EntityNode)]
 
 
 def _result_hits(result: VectorStoreQueryResult) -> list[VectorHit]:
@@ -140,7 +141,8 @@ def _result_hits(result: VectorStoreQueryResult) -> list[VectorHit]:
         ids = [node.metadata.get(VECTOR_SOURCE_KEY, node.node_id) for node in result.nodes]
     else:
         ids = list(result.ids or [])
-    return [_hit(str(i), s) for i, s in zip(ids, scores)]
+    # strict=False: a store without similarities (None, read as []) gives no hits, as it always has
+    return [_hit(str(i), s) for i, s in zip(ids, scores, strict=False)]
 
 
 class PathRAGRetriever(BasePGRetriever):
@@ -202,30 +204,32 @@ class PathRAGRetriever(BasePGRetriever):
             return CypherPropertyGraphAdapter(self._graph_store, run, ignore_relations=self.ignore_relations)
         return PropertyGraphStoreAdapter(self._graph_store, ignore_relations=self.ignore_relations)
 
-    # _EntitySeeds is the read half of a VectorIndex: retrieval only queries it
+    # _EntitySeeds and _Passages are the read half of a VectorIndex: retrieval only queries them
+    @override
     def retrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return _nodes(
             retrieve(
                 query_bundle.query_str,
                 graph=self._graph(),
                 entity_index=self._seeds,  # type: ignore[arg-type]
-                passage_index=self._passages,
+                passage_index=self._passages,  # type: ignore[arg-type]
                 llm=self._llm,
                 params=self.params,
             )
-        )  # type: ignore[arg-type]
+        )
 
+    @override
     async def aretrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return _nodes(
             await aretrieve(
                 query_bundle.query_str,
                 graph=self._graph(),
                 entity_index=self._seeds,  # type: ignore[arg-type]
-                passage_index=self._passages,
+                passage_index=self._passages,  # type: ignore[arg-type]
                 llm=self._llm,
                 params=self.params,
             )
-        )  # type: ignore[arg-type]
+        )
 
 
 def _nodes(result: RetrievalResult) -> list[NodeWithScore]:

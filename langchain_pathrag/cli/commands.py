@@ -6,6 +6,7 @@ The options shared by the commands (store, models, retrieval settings) are defin
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 import time
@@ -215,8 +216,9 @@ def index(
     if llm is None:
         raise CliError(f"indexing extracts entities with a language model: {NO_KEY}")
     docs = read_documents(paths)
-    # a replay miss is not transient: no retries with back-off
-    config = IndexConfig(show_progress=True, lock_timeout=wait, **({"max_attempts": 1} if replay else {}))
+    config = IndexConfig(show_progress=True, lock_timeout=wait)
+    if replay:  # a replay miss is not transient: no retries with back-off
+        config = dataclasses.replace(config, max_attempts=1)
     with opened(store, create=True, embedding_model=embedding_model, llm=llm, config=config) as idx:
         summary = idx.insert(docs)
         stats = idx.stats()

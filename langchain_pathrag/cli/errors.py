@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 from typer.core import TyperGroup
+from typing_extensions import override
 
 try:  # recent typer ships its own copy of click
     from typer._click.exceptions import NoArgsIsHelpError, UsageError
@@ -48,19 +49,23 @@ def fail(message: str) -> None:
 class CliGroup(TyperGroup):
     """Every failure becomes one ``error:`` line and a non-zero exit; ``--debug`` (anywhere) adds the traceback."""
 
+    @override
     def main(
         self,
         args: Sequence[str] | None = None,
-        prog_name: str | None = None,  # type: ignore[override]
+        prog_name: str | None = None,
         complete_var: str | None = None,
         standalone_mode: bool = True,
+        windows_expand_args: bool = True,
         **extra: Any,
     ) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
         end = argv.index("--") if "--" in argv else len(argv)
         debug = "--debug" in argv[:end]
         argv = [a for a in argv[:end] if a != "--debug"] + argv[end:]
-        code = self._run(argv, prog_name or "pathrag", complete_var, debug, **extra)
+        code = self._run(
+            argv, prog_name or "pathrag", complete_var, debug, windows_expand_args=windows_expand_args, **extra
+        )
         if standalone_mode:
             sys.exit(code)
         return code
@@ -112,6 +117,6 @@ def debug_logging(debug: bool) -> Iterator[None]:
     try:
         yield
     finally:
-        for logger, level in zip(loggers, levels):
+        for logger, level in zip(loggers, levels, strict=True):
             logger.removeHandler(handler)
             logger.setLevel(level)

@@ -34,7 +34,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from pathrag import IndexConfig
+from pathrag import Embedder, IndexConfig
 from pathrag.importers import import_graph_documents, import_lightrag, import_openie
 from pathrag.store import LOCK_FILE, STORE_FILE, StoreError, StoreLocked
 
@@ -178,7 +178,7 @@ def read_graph_documents(path: Path) -> tuple[list[GraphDocumentLine], int]:
 class _CountedEmbedder:
     """An embedder that reports how many texts it embedded (the slow part of an import)."""
 
-    def __init__(self, inner: Any, advance: Callable[[int], None]) -> None:
+    def __init__(self, inner: Embedder, advance: Callable[[int], None]) -> None:
         self.inner = inner
         self.advance = advance
 
@@ -215,15 +215,15 @@ def _progress(index: PathRAGIndex, label: str) -> Iterator[None]:
     )
     task = progress.add_task(label, total=None)
     wrapped = {name: vi for name, vi in index.vector_indexes.items() if hasattr(vi, "embedder")}
-    originals = {name: vi.embedder for name, vi in wrapped.items()}  # type: ignore[attr-defined]
+    originals = {name: vi.embedder for name, vi in wrapped.items()}
     for name, vi in wrapped.items():
-        vi.embedder = _CountedEmbedder(originals[name], lambda n: progress.advance(task, n))  # type: ignore[attr-defined]
+        vi.embedder = _CountedEmbedder(originals[name], lambda n: progress.advance(task, n))
     try:
         with progress:
             yield
     finally:
         for name, vi in wrapped.items():
-            vi.embedder = originals[name]  # type: ignore[attr-defined]
+            vi.embedder = originals[name]
 
 
 # -- the commands ------------------------------------------------------------------------------------

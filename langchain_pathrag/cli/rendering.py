@@ -7,6 +7,7 @@ import html
 import math
 import statistics
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import typer
@@ -134,13 +135,11 @@ Subgraph = tuple[dict[str, pathrag.Entity | None], dict[tuple[str, str], pathrag
 def subgraph(index: PathRAGIndex, result: RetrievalResult) -> Subgraph:
     """The retrieved entities (first-seen order), the relations along the paths, and the seeds among them."""
     names = list(dict.fromkeys(n for item in result.items for n in item.nodes))
-    pairs = list(
-        dict.fromkeys((min(a, b), max(a, b)) for item in result.paths for a, b in zip(item.nodes, item.nodes[1:]))
-    )
+    pairs = list(dict.fromkeys((min(a, b), max(a, b)) for item in result.paths for a, b in pairwise(item.nodes)))
     entities, relations = index.graph.get_entities(names), index.graph.get_relations(pairs)
     return (
         {n: entities.get(n) for n in names},
-        {p: relations.get(p) for p in pairs},  # type: ignore[misc]
+        {p: relations.get(p) for p in pairs},
         [s for s in result.seeds if s in names],
     )
 
