@@ -26,8 +26,10 @@ BOB
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
+from typing import cast
 
 from .graph import GraphStore
 from .models import Entity, Relation, RetrievalResult, RetrievedItem, ScoredPath
@@ -84,13 +86,30 @@ def _relation_line(a: str, b: str, relation: Relation | None) -> str:
     return line
 
 
+def _path_names(path: ScoredPath) -> tuple[str, ...]:
+    """``path.nodes`` as entity names.
+
+    A path found in a :class:`~pathrag.GraphStore` runs through entity names (only a networkx graph
+    passed to ``find_key_paths`` directly can have other nodes), and only such paths are rendered or
+    looked up: :func:`render_entity` writes the name as a string.
+    """
+    return cast("tuple[str, ...]", path.nodes)
+
+
+def _path_pairs(path: ScoredPath) -> list[tuple[str, str]]:
+    """:attr:`ScoredPath.edges` as pairs of entity names (see :func:`_path_names`)."""
+    names = _path_names(path)
+    return list(zip(names, names[1:], strict=False))  # n nodes, n - 1 edges
+
+
 def render_path(path: ScoredPath, entities: Mapping[str, Entity], relations: Mapping[tuple[str, str], Relation]) -> str:
     """Write ``path`` as text, one line per entity and per relation, in walking order.
 
     ``relations`` may be keyed either way round; a missing entity or relation is written bare.
     """
-    lines = [render_entity(path.nodes[0], entities.get(path.nodes[0]))]
-    for a, b in path.edges:
+    names = _path_names(path)
+    lines = [render_entity(names[0], entities.get(names[0]))]
+    for a, b in _path_pairs(path):
         relation = relations.get((a, b)) or relations.get((b, a))
         lines.append(_relation_line(a, b, relation))
         lines.append(render_entity(b, entities.get(b)))
@@ -101,8 +120,8 @@ def path_lookups(
     paths: Sequence[ScoredPath], extra_names: Sequence[str] = ()
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """The entity names and node pairs to fetch (once each) to render ``paths``, plus ``extra_names``."""
-    names = list(dict.fromkeys([*(n for p in paths for n in p.nodes), *extra_names]))
-    pairs = list(dict.fromkeys(e for p in paths for e in p.edges))
+    names = list(dict.fromkeys([*(n for p in paths for n in _path_names(p)), *extra_names]))
+    pairs = list(dict.fromkeys(e for p in paths for e in _path_pairs(p)))
     return names, pairs
 
 
@@ -144,7 +163,7 @@ def format_path_blocks(paths: Sequence[ScoredPath], texts: Sequence[str]) -> str
     """Numbered path blocks in the order given (callers pass them least reliable first)."""
     if not paths:
         return "(no paths found)"
-    return "\n\n".join(_block(i, p, t) for i, (p, t) in enumerate(zip(paths, texts), start=1))
+    return "\n\n".join(_block(i, p, t) for i, (p, t) in enumerate(zip(paths, texts, strict=True), start=1))
 
 
 def build_context(
@@ -170,7 +189,7 @@ def build_context(
     if max_tokens is not None and max_tokens < 0:
         raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
     header = CONTEXT_TEMPLATE.format(question=query, paths="").rstrip()
-    ranked = sorted(zip(paths, texts), key=lambda item: (-item[0].score, item[0].hops, item[0].nodes))
+    ranked = sorted(zip(paths, texts, strict=True), key=lambda item: (-item[0].score, item[0].hops, item[0].nodes))
     used = count_tokens(header, token_counter)
     kept: list[tuple[ScoredPath, str]] = []
     for path, text in ranked:  # best first, so what does not fit is the least reliable
@@ -273,7 +292,7 @@ def build_evidence_context(
         return count_tokens("\n\n" + block, token_counter)
 
     def pack(
-        candidates: Sequence[RetrievedItem], room: float, held: Collection[str] = frozenset()
+        candidates: Sequence[RetrievedItem], room: float, held: AbstractSet[str] = frozenset()
     ) -> tuple[list[RetrievedItem], int]:
         """Best first, what fits in ``room``; with ``held``, graph items whose every source it holds are
         skipped (they repeat what the passages already say)."""
@@ -339,8 +358,8 @@ def items_context(
         paths = [item for item in items if item.path is not None]
         built = build_context(
             query,
-            [item.path for item in paths],
-            [item.text for item in paths],  # type: ignore[misc]
+            [item.path for item in paths if item.path is not None],  # all of them
+            [item.text for item in paths],
             max_tokens=max_tokens,
             token_counter=token_counter,
         )

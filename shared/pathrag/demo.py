@@ -24,7 +24,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
+
+from typing_extensions import override
 
 try:
     from importlib.resources.abc import Traversable
@@ -56,7 +58,7 @@ __all__ = [
     "run_demo",
 ]
 
-Root = str | os.PathLike[str] | Traversable
+Root: TypeAlias = str | os.PathLike[str] | Traversable
 
 #: Retrieval settings of the demo. The paper's defaults (40 seeds, θ = 0.05, 15 paths) are sized for
 #: large sparse graphs. This one has 37 entities and 104 relations, and each question's answer runs
@@ -129,7 +131,7 @@ def _normal(text: str) -> str:
     return " ".join(text.split())
 
 
-class ReplayLLM:
+class ReplayLLM(LanguageModel):
     """A :class:`~pathrag.LanguageModel` that answers pathrag's prompts from recorded answers.
 
     * Extraction prompt: the recorded first answer for the chunk text inside the prompt (matched
@@ -180,6 +182,7 @@ class ReplayLLM:
             raise ReplayMiss(f"no recorded extractions under {folder} (expected corpus/ and extractions/)")
         return cls(recordings, **kwargs)
 
+    @override
     def complete(self, prompt: str) -> str:
         if prompt.startswith(_KEYWORDS_HEAD) and prompt.endswith(_KEYWORDS_TAIL):
             return self._keywords(prompt[len(_KEYWORDS_HEAD) : len(prompt) - len(_KEYWORDS_TAIL)])
@@ -199,6 +202,7 @@ class ReplayLLM:
             "gleaning, summary and keyword prompts"
         )
 
+    @override
     async def acomplete(self, prompt: str) -> str:
         return self.complete(prompt)
 
@@ -245,6 +249,8 @@ class QuestionRun:
 
 @dataclass
 class DemoRun:
+    """What a demo run produced: the insert's summary, the index's stats and each question's run."""
+
     insert: InsertSummary
     stats: dict[str, int]
     questions: list[QuestionRun] = field(default_factory=list)

@@ -59,6 +59,7 @@ from typing import TYPE_CHECKING, Any
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 from tqdm.auto import tqdm
+from typing_extensions import override
 
 from .context import DEFAULT_CONTEXT_TOKENS, PathContext, answer_prompt, build_evidence_context, result_context
 from .evaluation_prompts import (
@@ -213,6 +214,7 @@ class Question:
         return hashlib.sha256(" ".join(self.text.split()).encode("utf-8")).hexdigest()[:12]
 
     def to_json(self) -> dict[str, str]:
+        """The question as one JSON line's object: ``{"id", "question", "user", "task"}``."""
         return {"id": self.id, "question": self.text, "user": self.user, "task": self.task}
 
 
@@ -349,8 +351,8 @@ def _key(name: Any) -> str:
 
 
 def _clean(text: Any, limit: int = 600) -> str:
-    text = " ".join(str(text).split()).strip().strip("\"'")
-    return text[:limit]
+    cleaned = " ".join(str(text).split()).strip().strip("\"'")
+    return cleaned[:limit]
 
 
 def parse_questions(text: str) -> list[str]:
@@ -639,6 +641,7 @@ class Pricing:
     answer_per_million: float = 0.0
 
     def cost(self, prompt_tokens: int, answer_tokens: int) -> float:
+        """The price of ``prompt_tokens`` prompt and ``answer_tokens`` answer tokens."""
         return (prompt_tokens * self.prompt_per_million + answer_tokens * self.answer_per_million) / 1e6
 
     @classmethod
@@ -932,7 +935,7 @@ async def _generate(
     lists = await asyncio.gather(*(one(u, t) for u, t in pairs))
     chosen: dict[str, Question] = {}
     for rank in range(per_pair):  # round-robin, so a cut keeps every user and task represented
-        for (user, task), found in zip(pairs, lists):
+        for (user, task), found in zip(pairs, lists, strict=True):
             if rank < len(found) and len(chosen) < num_questions:
                 question = Question(found[rank], user, task)
                 chosen.setdefault(question.id, question)
@@ -1006,6 +1009,7 @@ class AnswerRecord:
 
     @property
     def latency_s(self) -> float:
+        """Seconds from question to answer: retrieval and answer together."""
         return self.retrieval_s + self.answer_s
 
 
@@ -1027,6 +1031,7 @@ class Judgement:
 
     @property
     def valid(self) -> bool:
+        """Whether the verdict could be read (``winners`` is set)."""
         return self.winners is not None
 
 
@@ -1056,17 +1061,21 @@ class DimensionTally:
 
     @property
     def judged(self) -> int:
+        """Valid verdicts on this dimension: the wins of ``a`` and ``b`` together."""
         return self.wins_a + self.wins_b
 
     @property
     def win_rate_a(self) -> float | None:
+        """The share of :attr:`judged` verdicts won by ``a`` (``None`` when nothing was judged)."""
         return self.wins_a / self.judged if self.judged else None
 
     @property
     def disagreement_rate(self) -> float | None:
+        """The share of the ``both_orders`` questions whose two verdicts differ (``None``: no such question)."""
         return self.disagreements / self.both_orders if self.both_orders else None
 
     def to_json(self) -> dict[str, Any]:
+        """The counts and rates as a JSON-ready dict."""
         return {
             "wins_a": self.wins_a,
             "wins_b": self.wins_b,
@@ -1092,6 +1101,7 @@ class PairResult:
     dimensions: dict[str, DimensionTally] = field(default_factory=lambda: {d: DimensionTally() for d in DIMENSIONS})
 
     def to_json(self) -> dict[str, Any]:
+        """The pair, its counts and each dimension's tally as a JSON-ready dict."""
         return {
             "a": self.a,
             "b": self.b,
@@ -1181,6 +1191,7 @@ class EvalReport:
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict."""
         return {
             "run_dir": self.run_dir,
             "models": self.models,
@@ -1589,9 +1600,10 @@ async def aevaluate(
 
     ``params`` and ``max_tokens`` set the base retrieval and the context budget of the built-in
     configurations (the same budget for all: a comparison at equal cost; None: no budget); with
-    ``keywords`` the answer model extracts query keywords (journalled like every other call). Other keyword arguments go to :class:`Evaluation` (``questions=``, ``num_questions=``,
-    ``pairs=``, ``max_concurrency=``, ``prices=``, ``show_progress=``...). The corpus for question
-    generation is the index's chunks.
+    ``keywords`` the answer model extracts query keywords (journalled like every other call). Other
+    keyword arguments go to :class:`Evaluation` (``questions=``, ``num_questions=``, ``pairs=``,
+    ``max_concurrency=``, ``prices=``, ``show_progress=``...). The corpus for question generation is
+    the index's chunks.
     """
     answer_model = as_language_model(llm, name="answer-model")
     late = _LateModel(answer_model, "keywords") if keywords else None
@@ -1657,7 +1669,7 @@ def _names(text: str) -> list[str]:
     return list(dict.fromkeys(n for n in found if n not in _STOP and len(n) > 2))
 
 
-class OfflineEvalModel:
+class OfflineEvalModel(LanguageModel):
     """A deterministic, free stand-in for every model of an evaluation: checks a setup end to end and
     measures prompt sizes without an API key. Its questions, answers and verdicts are mechanical and
     mean nothing about quality.
@@ -1670,6 +1682,7 @@ class OfflineEvalModel:
     def __init__(self, name: str = "offline-eval") -> None:
         self.name = name
 
+    @override
     def complete(self, prompt: str) -> str:
         if prompt.startswith("EVALUATION SETUP: DESCRIBE"):
             excerpts = prompt.split("Excerpts:\n", 1)[-1].rsplit("\n\nDescription:", 1)[0]
@@ -1735,6 +1748,7 @@ class OfflineEvalModel:
             return " ".join(words) or "The knowledge graph does not cover this question."
         return "(the offline stand-in model has no answer for this prompt)"
 
+    @override
     async def acomplete(self, prompt: str) -> str:
         return self.complete(prompt)
 

@@ -47,6 +47,7 @@ import unicodedata
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import cast
 
 from pathrag.models import Entity, Relation
 from pathrag.prompts import (
@@ -258,12 +259,14 @@ def check_name(name: object, *, max_bytes: int = MAX_NAME_BYTES) -> str:
     """
     problem = _name_problem(name, max_bytes)
     if problem is not None:
-        long = isinstance(name, str) and len(name) > 60
-        shown = f"{name[:40]!r}... ({len(name):,} characters)" if long else repr(name)
+        if isinstance(name, str) and len(name) > 60:
+            shown = f"{name[:40]!r}... ({len(name):,} characters)"
+        else:
+            shown = repr(name)
         raise EntityNameError(
             f"entity name {shown} {problem}; pathrag.extraction.normalize_name(name) gives a name every store can hold"
         )
-    return name  # type: ignore[return-value]
+    return cast(str, name)  # _name_problem refuses anything but a string
 
 
 def _name_problem(name: object, max_bytes: int) -> str | None:
@@ -422,7 +425,7 @@ def _relation(fields: list[str], fmt: ExtractionFormat, source_ids: tuple[str, .
         source=source,
         target=target,
         description=clean_description(fmt.tuple_delimiter.join(fields[2:-2])),
-        keywords=split_keywords(fields[-2:-1]),
+        keywords=tuple(split_keywords(fields[-2:-1])),
         weight=_strength(fields[-1]),
         source_ids=source_ids,
     )
@@ -443,7 +446,8 @@ def parse_extraction(
     body = _answer_body(text, fmt)
     result = ExtractionResult()
     starts = list(opening.finditer(body))
-    for match, following in zip(starts, [*starts[1:], None]):
+    # strict=False: with no record at all the second list is [None], one longer, and nothing is zipped
+    for match, following in zip(starts, [*starts[1:], None], strict=False):
         fields = _fields(body[match.end() : following.start() if following else None], fmt)
         tag = match.group("tag").lower()
         record: Entity | Relation | None

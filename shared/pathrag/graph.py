@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import networkx as nx
+from typing_extensions import override
 
 from .extraction import check_name
 from .models import Entity, Relation
@@ -193,7 +194,7 @@ class GraphStore(Protocol):
         ...
 
 
-class BaseGraphStore(ABC):
+class BaseGraphStore(GraphStore, ABC):
     """A :class:`GraphStore` written as its seven sync methods: each async twin runs its sync method.
 
     How is a class choice, :attr:`async_in_thread`:
@@ -248,6 +249,7 @@ class BaseGraphStore(ABC):
     ) -> dict[str, Neighborhood]:
         """See :meth:`GraphStore.neighborhoods`."""
 
+    @override
     async def aneighborhoods(
         self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
     ) -> dict[str, Neighborhood]:
@@ -257,6 +259,7 @@ class BaseGraphStore(ABC):
     def get_entities(self, names: Iterable[str]) -> dict[str, Entity]:
         """See :meth:`GraphStore.get_entities`."""
 
+    @override
     async def aget_entities(self, names: Iterable[str]) -> dict[str, Entity]:
         return await self._sync(self.get_entities, list(names))
 
@@ -264,6 +267,7 @@ class BaseGraphStore(ABC):
     def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
         """See :meth:`GraphStore.get_relations`."""
 
+    @override
     async def aget_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
         return await self._sync(self.get_relations, list(pairs))
 
@@ -271,6 +275,7 @@ class BaseGraphStore(ABC):
     def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
         """See :meth:`GraphStore.upsert_entities`."""
 
+    @override
     async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
         await self._sync(self.upsert_entities, list(entities), merge=merge)
 
@@ -278,6 +283,7 @@ class BaseGraphStore(ABC):
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
         """See :meth:`GraphStore.upsert_relations`."""
 
+    @override
     async def aupsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
         await self._sync(self.upsert_relations, list(relations), merge=merge)
 
@@ -285,6 +291,7 @@ class BaseGraphStore(ABC):
     def delete_entities(self, names: Iterable[str]) -> None:
         """See :meth:`GraphStore.delete_entities`."""
 
+    @override
     async def adelete_entities(self, names: Iterable[str]) -> None:
         await self._sync(self.delete_entities, list(names))
 
@@ -292,6 +299,7 @@ class BaseGraphStore(ABC):
     def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
         """See :meth:`GraphStore.delete_relations`."""
 
+    @override
     async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
         await self._sync(self.delete_relations, list(pairs))
 
@@ -321,13 +329,14 @@ class NetworkXGraphStore(BaseGraphStore):
 
     # -- traversal ---------------------------------------------------------------------------------
 
-    def _views(self, directed: bool) -> tuple[Mapping[Any, Mapping], Mapping[Any, Mapping] | None]:
+    def _views(self, directed: bool) -> tuple[Mapping[Any, Mapping[Any, Any]], Mapping[Any, Mapping[Any, Any]] | None]:
         """Adjacency maps whose keys, together, are a node's traversal neighbours."""
         g = self.graph
         if not g.is_directed():
             return g._adj, None
         return (g._succ, None) if directed else (g._succ, g._pred)
 
+    @override
     def neighborhoods(
         self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
     ) -> dict[str, Neighborhood]:
@@ -382,16 +391,18 @@ class NetworkXGraphStore(BaseGraphStore):
             return (target, source)
         return None
 
+    @override
     def get_entities(self, names: Iterable[str]) -> dict[str, Entity]:
         nodes = self.graph.nodes
         return {name: _entity(name, nodes[name]) for name in names if name in nodes}
 
+    @override
     def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
         found: dict[tuple[str, str], Relation] = {}
-        for pair in pairs:
-            key = self._edge_key(*pair)
+        for source, target in pairs:
+            key = self._edge_key(source, target)
             if key is not None:
-                found[tuple(pair)] = _relation(key, self.graph.edges[key])  # type: ignore[index]
+                found[(source, target)] = _relation(key, self.graph.edges[key])
         return found
 
     def iter_entities(self) -> Iterator[Entity]:
@@ -406,6 +417,7 @@ class NetworkXGraphStore(BaseGraphStore):
 
     # -- writes ------------------------------------------------------------------------------------
 
+    @override
     def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
         entities = list(entities)
         for entity in entities:  # all first: a refused name leaves the graph untouched
@@ -422,6 +434,7 @@ class NetworkXGraphStore(BaseGraphStore):
             attrs.clear()
             attrs.update(_entity_attrs(entity))
 
+    @override
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
         relations = list(relations)
         for relation in relations:
@@ -442,9 +455,11 @@ class NetworkXGraphStore(BaseGraphStore):
             attrs.clear()
             attrs.update(_relation_attrs(relation))
 
+    @override
     def delete_entities(self, names: Iterable[str]) -> None:
         self.graph.remove_nodes_from(list(names))
 
+    @override
     def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
         for pair in pairs:
             key = self._edge_key(*pair)
@@ -465,6 +480,11 @@ class NetworkXGraphStore(BaseGraphStore):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> NetworkXGraphStore:
+        """A store from the data :meth:`to_json` gives.
+
+        Raises:
+            ValueError: ``data`` is not a pathrag graph document of this version.
+        """
         if data.get("format") != _FORMAT or data.get("version") != _VERSION:
             raise ValueError(f"not a {_FORMAT} v{_VERSION} document")
         store = cls(directed_relations=bool(data.get("directed_relations", False)))
@@ -492,7 +512,7 @@ class NetworkXGraphStore(BaseGraphStore):
         return cls.from_json(data)
 
     def __len__(self) -> int:
-        return self.graph.number_of_nodes()
+        return int(self.graph.number_of_nodes())
 
     def __repr__(self) -> str:
         g = self.graph

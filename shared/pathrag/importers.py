@@ -56,18 +56,22 @@ id is :func:`pathrag.records.chunk_id` of the text, the source id of everything 
 
 LlamaIndex property graph store (``get()`` and ``get_triplets(ids=...)``): ``EntityNode.name`` → name,
 ``label`` → type (the default ``entity`` → empty), ``properties["description"]`` (or
-``"entity_description"``) → description, ``properties["triplet_source_id"]`` → source id; ``Relation.label``
-→ a keyword, ``properties["description"]`` (or ``"relationship_description"``) → description; ``ChunkNode``
-text → chunk index item under the node's id. Structural edges (``SOURCE``, ``NEXT``, ``PREVIOUS``, ``PARENT``,
-``CHILD``, ``MENTIONS``) and edges touching chunk nodes are skipped. Other properties are not imported.
+``"entity_description"``) → description, ``properties["triplet_source_id"]`` → source id;
+``Relation.label`` → a keyword, ``properties["description"]`` (or ``"relationship_description"``) →
+description; ``ChunkNode`` text → chunk index item under the node's id. Structural edges (``SOURCE``,
+``NEXT``, ``PREVIOUS``, ``PARENT``, ``CHILD``, ``MENTIONS``) and edges touching chunk nodes are skipped.
+Other properties are not imported.
 
 >>> from pathrag import NetworkXGraphStore
 >>> class Node:
-...     def __init__(self, id, type="Node", properties=None): self.id, self.type, self.properties = id, type, properties or {}
+...     def __init__(self, id, type="Node", properties=None):
+...         self.id, self.type, self.properties = id, type, properties or {}
 >>> class Rel:
-...     def __init__(self, source, target, type): self.source, self.target, self.type, self.properties = source, target, type, {}
+...     def __init__(self, source, target, type):
+...         self.source, self.target, self.type, self.properties = source, target, type, {}
 >>> class GraphDoc:
-...     def __init__(self, nodes, relationships): self.nodes, self.relationships, self.source = nodes, relationships, None
+...     def __init__(self, nodes, relationships):
+...         self.nodes, self.relationships, self.source = nodes, relationships, None
 >>> ada, lab = Node("Ada", "Person"), Node("Lab", "Place")
 >>> store = NetworkXGraphStore()
 >>> import_graph_documents([GraphDoc([ada, lab], [Rel(ada, lab, "WORKS_AT")])], store).relations
@@ -175,7 +179,7 @@ class _Collector:
                 name=key,
                 type="" if kind in _UNTYPED else kind,
                 description=_description(descriptions),
-                source_ids=_strings(source_ids),
+                source_ids=tuple(_strings(source_ids)),
             )
         )
 
@@ -199,9 +203,9 @@ class _Collector:
                 source=a,
                 target=b,
                 description=_description(descriptions),
-                keywords=split_keywords(_strings(keywords)),
+                keywords=tuple(split_keywords(_strings(keywords))),
                 weight=_weight(weight),
-                source_ids=_strings(source_ids),
+                source_ids=tuple(_strings(source_ids)),
             )
         )
 
@@ -212,9 +216,9 @@ class _Collector:
             for record in records:
                 for cid in record.source_ids:
                     found.setdefault(cid, set()).add(name)
-        for (a, b), records in self.relations.items():
-            for record in records:
-                for cid in record.source_ids:
+        for (a, b), relations in self.relations.items():
+            for relation in relations:
+                for cid in relation.source_ids:
                     found.setdefault(cid, set()).update((a, b))
         return found
 
@@ -223,7 +227,7 @@ class _Collector:
         target: _Target,
         summary: ImportSummary,
         document_id: str,
-        vectors: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
+        vectors: Mapping[str, Mapping[str, Sequence[float] | np.ndarray]] | None = None,
     ) -> ImportSummary:
         """Merge and write everything; ``vectors`` maps index name -> item id -> a vector to reuse."""
         graph, directed, indexes = target.graph, target.directed, target.indexes
@@ -367,7 +371,7 @@ def import_openie(
     summary = ImportSummary()
     for doc in docs:
         text = _openie_passage(doc)
-        if text is None:
+        if text is None or not isinstance(doc, Mapping):  # only a mapping has a passage
             collector.skipped += 1
             continue
         summary.documents += 1
@@ -570,7 +574,7 @@ def _nano_vectors(path: Path) -> tuple[int, list[tuple[Mapping[str, Any], np.nda
         raise ValueError(f"{path} is not a nano-vectordb file: {exc}") from exc
     if len(rows) != len(matrix):
         raise ValueError(f"{path} has {len(rows)} rows of metadata but {len(matrix)} vectors")
-    return dim, list(zip(rows, matrix))
+    return dim, list(zip(rows, matrix, strict=True))
 
 
 def _lightrag_vectors(root: Path, target: _Target) -> dict[str, dict[str, np.ndarray]]:

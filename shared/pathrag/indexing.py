@@ -23,7 +23,10 @@ what gets embedded under which id in :mod:`pathrag.vector_items`.
 >>> import asyncio
 >>> from pathrag import PathRAGIndex, HashingEmbedder
 >>> async def llm(prompt):
-...     return '("entity"<|>Alice<|>person<|>A pilot.)##("relationship"<|>Alice<|>Saltmere<|>Alice lives in Saltmere.<|>home<|>7)<|COMPLETE|>'
+...     return (
+...         '("entity"<|>Alice<|>person<|>A pilot.)##'
+...         '("relationship"<|>Alice<|>Saltmere<|>Alice lives in Saltmere.<|>home<|>7)<|COMPLETE|>'
+...     )
 >>> index = PathRAGIndex(llm=llm, embedder=HashingEmbedder())
 >>> summary = index.insert(["Alice, a pilot, lives in Saltmere."])
 >>> summary.documents, summary.entities, summary.relations
@@ -46,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
@@ -124,10 +128,12 @@ class Document(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     def chunk_texts(self) -> list[str]:
+        """The texts to index: ``chunks`` if given, else the whole ``text``; blank ones are dropped."""
         texts = self.chunks if self.chunks is not None else (self.text,)
         return [t for t in texts if t.strip()]
 
     def content_hash(self) -> str:
+        """A hash of :meth:`chunk_texts`: the default id, and how a changed document is noticed."""
         return digest(*self.chunk_texts())
 
 
@@ -156,6 +162,8 @@ class IndexConfig:
 
 @dataclass(frozen=True)
 class ChunkFailure:
+    """A chunk whose extraction failed: its id, the documents it belongs to, and the error."""
+
     chunk_id: str
     document_ids: tuple[str, ...]
     error: str
@@ -181,11 +189,15 @@ class InsertSummary:
 
     @property
     def tokens(self) -> int:
+        """Prompt and completion tokens together."""
         return self.prompt_tokens + self.completion_tokens
 
 
 @dataclass
 class DeleteSummary:
+    """What a delete did: documents removed (and ids not found), chunks released, entities and
+    relations removed or rebuilt, and the LLM calls it made (summaries of what was rebuilt)."""
+
     documents: int = 0
     missing: list[str] = field(default_factory=list)
     chunks: int = 0
@@ -235,16 +247,12 @@ class PathRAGIndex:
                 "external" if any(v is not None for v in given.values()) else "sqlite-exact",
             )
         store = self._store
-        self.vector_indexes: dict[str, VectorIndex] = {
-            name: index
-            if index is not None
-            else (
-                SQLiteVectorIndex(store, name, embedder)
-                if store is not None  # type: ignore[arg-type]
-                else InMemoryVectorIndex(embedder)
-            )  # type: ignore[arg-type]
-            for name, index in given.items()
-        }
+        self.vector_indexes: dict[str, VectorIndex] = {}
+        for name, index in given.items():
+            if index is None:
+                assert embedder is not None  # checked above: an index is missing only when an embedder is given
+                index = SQLiteVectorIndex(store, name, embedder) if store is not None else InMemoryVectorIndex(embedder)
+            self.vector_indexes[name] = index
         self._owns_graph = graph is None
         if graph is None:
             graph = (
@@ -261,7 +269,7 @@ class PathRAGIndex:
         # another thread wait that moment out), and the writes of the commit under way (see staging.py).
         self._version = 0
         self._staged: Staged | None = None
-        self._writer_lock = WriterLock(self.directory) if store is not None else None  # type: ignore[arg-type]
+        self._writer_lock = WriterLock(self.directory) if self.directory is not None else None  # with the store
         self.summaries = StringTable(store, "summaries", "text")  # apart from the optional cache: deletes must not pay
         self._cache = StringTable(store, "llm_cache", "answer", packed=True)  # kept compressed: rarely read
         config = self.config
@@ -355,29 +363,33 @@ class PathRAGIndex:
         """One write at a time: per event loop (the operation lock) and, for a directory, across processes
         (the store's writer lock). Another process's commits since ours are picked up first."""
         async with self._operation_lock():
-            if self._store is None:
+            store, lock = self._store, self._writer_lock
+            if store is None or lock is None:  # both exist exactly when there is a directory
                 yield
                 return
-            await self._writer_lock.aacquire(self.config.lock_timeout)
+            await lock.aacquire(self.config.lock_timeout)
             try:
-                current = self._store.commit_count()
+                current = store.commit_count()
                 if current != self._seen_commit:  # written by someone else meanwhile (or never read): reload
                     self._records.reset()
                     self._seen_commit = current
                 yield
             finally:
-                self._writer_lock.release()
+                lock.release()
 
     @property
     def entity_index(self) -> VectorIndex:
+        """The vector index of entities (name and description)."""
         return self.vector_indexes["entities"]
 
     @property
     def relation_index(self) -> VectorIndex:
+        """The vector index of relations (keywords, endpoints and description)."""
         return self.vector_indexes["relations"]
 
     @property
     def chunk_index(self) -> VectorIndex:
+        """The vector index of chunk texts."""
         return self.vector_indexes["chunks"]
 
     async def ainsert(self, documents: Iterable[Document | str]) -> InsertSummary:
@@ -408,7 +420,7 @@ class PathRAGIndex:
         relations: Sequence[Relation],
         *,
         vector_items: Mapping[str, Sequence[VectorItem]] | None = None,
-        vectors: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
+        vectors: Mapping[str, Mapping[str, Sequence[float] | np.ndarray]] | None = None,
     ) -> InsertSummary:
         """Add records extracted elsewhere (an imported graph, say) as document ``document_id``, without LLM.
 
@@ -564,14 +576,14 @@ class PathRAGIndex:
     def _written_graph(self) -> GraphStore:
         """The graph a commit writes to: in memory, a stand-in holding the writes back until its end."""
         if self._staged is not None and isinstance(self.graph, NetworkXGraphStore):
-            return self._staged.graph(self.graph)  # type: ignore[return-value]
+            return self._staged.graph(self.graph)
         return self.graph
 
     def _written_index(self, name: str) -> VectorIndex:
         """The vector index a commit writes to (see :meth:`_written_graph`)."""
         index = self.vector_indexes[name]
         if self._staged is not None and isinstance(index, InMemoryVectorIndex):
-            return self._staged.vectors(index)  # type: ignore[return-value]
+            return self._staged.vectors(index)
         return index
 
     def save(self, directory: str | os.PathLike[str] | None = None) -> None:
@@ -961,7 +973,9 @@ VECTOR_BATCH = 256
 
 
 async def aput_vectors(
-    index: VectorIndex, items: Sequence[VectorItem], vectors: Mapping[str, Sequence[float]] | None = None
+    index: VectorIndex,
+    items: Sequence[VectorItem],
+    vectors: Mapping[str, Sequence[float] | np.ndarray] | None = None,
 ) -> int:
     """Upsert ``items``: those with a vector in ``vectors`` stored as given (no embedding), the rest
     embedded, :data:`VECTOR_BATCH` at a time. Returns how many reused a vector.
@@ -997,17 +1011,18 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
-    result: dict[str, Any] = {}
+    values: list[T] = []
+    errors: list[BaseException] = []
 
     def target() -> None:
         try:
-            result["value"] = asyncio.run(coro)
+            values.append(asyncio.run(coro))
         except BaseException as exc:  # re-raised in the caller's thread
-            result["error"] = exc
+            errors.append(exc)
 
     worker = threading.Thread(target=target, name="pathrag-sync")
     worker.start()
     worker.join()
-    if "error" in result:
-        raise result["error"]
-    return result["value"]
+    if errors:
+        raise errors[0]
+    return values[0]

@@ -23,6 +23,8 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from typing_extensions import override
+
 __all__ = ["LanguageModel", "CallableLanguageModel", "as_language_model", "complete_sync"]
 
 T = TypeVar("T")
@@ -34,12 +36,16 @@ class LanguageModel(Protocol):
 
     name: str
 
-    def complete(self, prompt: str) -> str: ...
+    def complete(self, prompt: str) -> str:
+        """The model's answer to ``prompt``."""
+        ...
 
-    async def acomplete(self, prompt: str) -> str: ...
+    async def acomplete(self, prompt: str) -> str:
+        """Async twin of :meth:`complete`."""
+        ...
 
 
-class CallableLanguageModel:
+class CallableLanguageModel(LanguageModel):
     """Wrap a plain ``prompt -> str`` function (sync or async) as a :class:`LanguageModel`."""
 
     def __init__(self, func: Callable[[str], str] | Callable[[str], Awaitable[str]], *, name: str) -> None:
@@ -47,12 +53,14 @@ class CallableLanguageModel:
         self._is_async = inspect.iscoroutinefunction(func)
         self.name = name
 
+    @override
     def complete(self, prompt: str) -> str:
         """Call the function; an async one is run to completion (sync callers get its answer)."""
         if self._is_async:
             return str(_run_coroutine(self._func(prompt)))  # type: ignore[arg-type]
         return str(self._func(prompt))
 
+    @override
     async def acomplete(self, prompt: str) -> str:
         if self._is_async:
             return str(await self._func(prompt))  # type: ignore[misc]
@@ -71,7 +79,7 @@ def as_language_model(
         return model
     if not callable(model):
         raise TypeError(f"expected a LanguageModel or a prompt -> str callable, got {type(model).__name__}")
-    return CallableLanguageModel(model, name=name or getattr(model, "__name__", "llm"))
+    return CallableLanguageModel(model, name=name or str(getattr(model, "__name__", "llm")))
 
 
 def complete_sync(model: LanguageModel | Callable[[str], str] | Callable[[str], Awaitable[str]], prompt: str) -> str:

@@ -59,6 +59,11 @@ class LLMCaller:
         return sum(self._line_tokens(line) for line in text.split("\n")) + text.count("\n")
 
     async def ask(self, llm: LanguageModel, prompt: str, calls: OperationCalls) -> str:
+        """``llm``'s answer to ``prompt``: from the cache, else asked (with retries) and cached.
+
+        Counts the call, cache hit and tokens in ``calls``. Raises the last error once every attempt
+        has failed.
+        """
         key = cache_key(llm.name, prompt)
         if self.use_cache and key in self.cache:
             calls.hits += 1

@@ -13,7 +13,7 @@ dataclasses that hold them.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,8 +30,10 @@ def _clean_strings(values: object) -> tuple[str, ...]:
         return ()
     if isinstance(values, str):
         values = (values,)
+    if not isinstance(values, Iterable):  # pydantic hands over the raw input
+        raise TypeError(f"'{type(values).__name__}' object is not iterable")
     seen: dict[str, None] = {}
-    for value in values:  # type: ignore[union-attr]
+    for value in values:
         text = str(value).strip()
         if text:
             seen.setdefault(text, None)
@@ -106,16 +108,18 @@ class ScoredPath(BaseModel):
 
     @property
     def start(self) -> Hashable:
+        """The first node: the seed whose propagation scored the path."""
         return self.nodes[0]
 
     @property
     def end(self) -> Hashable:
+        """The last node: the other seed."""
         return self.nodes[-1]
 
     @property
     def edges(self) -> tuple[tuple[Hashable, Hashable], ...]:
         """Consecutive node pairs in walking order (not necessarily the recorded relation direction)."""
-        return tuple(zip(self.nodes, self.nodes[1:]))
+        return tuple(zip(self.nodes, self.nodes[1:], strict=False))  # n nodes, n - 1 edges
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,7 @@ class RetrievedItem:
 
     @property
     def hops(self) -> int:
+        """Number of edges between ``nodes`` (0 for a passage or an entity)."""
         return max(len(self.nodes) - 1, 0)
 
     def metadata(self) -> dict[str, Any]:
@@ -178,8 +183,10 @@ class RetrievalResult:
 
     @property
     def paths(self) -> list[RetrievedItem]:
+        """The key-path items, in order."""
         return [item for item in self.items if item.kind == "path"]
 
     @property
     def passages(self) -> list[RetrievedItem]:
+        """The passage items, in order."""
         return [item for item in self.items if item.kind == "passage"]

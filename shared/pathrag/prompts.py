@@ -44,7 +44,8 @@ DEFAULT_ENTITY_TYPES: tuple[str, ...] = ("person", "organization", "location", "
 DEFAULT_LANGUAGE = "English"
 
 EXTRACTION_PROMPT = """TASK
-Read the text at the end and turn it into knowledge-graph records: the entities it mentions, the relationships between them, and the keywords of the whole text.
+Read the text at the end and turn it into knowledge-graph records: the entities it mentions, the relationships between \
+them, and the keywords of the whole text.
 
 RECORDS
 1. One record per entity whose type is one of: {entity_types}.
@@ -77,11 +78,14 @@ Output:
 GLEANING_PROMPT = """{extraction_prompt}{previous_answers}
 
 FOLLOW-UP
-The records above probably miss some entities or relationships of the text. Re-read the text and output only the missing records, in the same format and language, without repeating any record given above. End with {completion_delimiter}. If nothing is missing, reply with {completion_delimiter} alone.
+The records above probably miss some entities or relationships of the text. Re-read the text and output only the \
+missing records, in the same format and language, without repeating any record given above. End with \
+{completion_delimiter}. If nothing is missing, reply with {completion_delimiter} alone.
 Missing records:
 """
 
-SUMMARY_PROMPT = """You maintain a knowledge graph. Several passages described "{name}" (an entity, or a relationship between two entities) separately. Merge their descriptions into one.
+SUMMARY_PROMPT = """You maintain a knowledge graph. Several passages described "{name}" (an entity, or a relationship \
+between two entities) separately. Merge their descriptions into one.
 - Keep every distinct fact once; drop repetition.
 - If two descriptions contradict each other, keep both versions and say that sources differ.
 - Write in the third person, in {language}, and name "{name}" so the text stands on its own.
@@ -111,18 +115,31 @@ EXTRACTION_EXAMPLES: tuple[ExtractionExample, ...] = (
             "Tobiah Crane, master of the Ossely Ferrymen's Guild, watched the demonstration and had the guild "
             "adopt the method for its night crossings the following week."
         ),
-        output="""("entity"{tuple_delimiter}Hedda Voss{tuple_delimiter}person{tuple_delimiter}Clockmaker who devised tide reckoning and demonstrated it at the Lantern Fair of 1911.){record_delimiter}
-("entity"{tuple_delimiter}Tide Reckoning{tuple_delimiter}concept{tuple_delimiter}Method for predicting the river's tides from the phases of the moon, devised by Hedda Voss.){record_delimiter}
-("entity"{tuple_delimiter}Lantern Fair of 1911{tuple_delimiter}event{tuple_delimiter}Fair held in Ossely in 1911 where tide reckoning was first demonstrated.){record_delimiter}
-("entity"{tuple_delimiter}Ossely{tuple_delimiter}location{tuple_delimiter}River town that hosted the Lantern Fair of 1911; its ferries make night crossings.){record_delimiter}
-("entity"{tuple_delimiter}Tobiah Crane{tuple_delimiter}person{tuple_delimiter}Master of the Ossely Ferrymen's Guild, who had the guild adopt tide reckoning.){record_delimiter}
-("entity"{tuple_delimiter}Ossely Ferrymen's Guild{tuple_delimiter}organization{tuple_delimiter}Guild of the Ossely ferrymen; it adopted tide reckoning for its night crossings.){record_delimiter}
-("relationship"{tuple_delimiter}Hedda Voss{tuple_delimiter}Tide Reckoning{tuple_delimiter}Hedda Voss devised tide reckoning and showed it in public.{tuple_delimiter}invention, demonstration{tuple_delimiter}9){record_delimiter}
-("relationship"{tuple_delimiter}Tide Reckoning{tuple_delimiter}Lantern Fair of 1911{tuple_delimiter}Tide reckoning was first shown at the Lantern Fair of 1911.{tuple_delimiter}debut, public event{tuple_delimiter}6){record_delimiter}
-("relationship"{tuple_delimiter}Lantern Fair of 1911{tuple_delimiter}Ossely{tuple_delimiter}The Lantern Fair of 1911 took place in Ossely.{tuple_delimiter}venue{tuple_delimiter}7){record_delimiter}
-("relationship"{tuple_delimiter}Tobiah Crane{tuple_delimiter}Ossely Ferrymen's Guild{tuple_delimiter}Tobiah Crane is the master of the guild.{tuple_delimiter}leadership, membership{tuple_delimiter}8){record_delimiter}
-("relationship"{tuple_delimiter}Ossely Ferrymen's Guild{tuple_delimiter}Tide Reckoning{tuple_delimiter}The guild adopted tide reckoning for its night crossings a week after the fair.{tuple_delimiter}adoption, navigation safety{tuple_delimiter}8){record_delimiter}
-("content_keywords"{tuple_delimiter}tide prediction, river ferries, invention, adopting a new method){completion_delimiter}""",
+        output="""("entity"{tuple_delimiter}Hedda Voss{tuple_delimiter}person{tuple_delimiter}Clockmaker who devised \
+tide reckoning and demonstrated it at the Lantern Fair of 1911.){record_delimiter}
+("entity"{tuple_delimiter}Tide Reckoning{tuple_delimiter}concept{tuple_delimiter}Method for predicting the river's \
+tides from the phases of the moon, devised by Hedda Voss.){record_delimiter}
+("entity"{tuple_delimiter}Lantern Fair of 1911{tuple_delimiter}event{tuple_delimiter}Fair held in Ossely in 1911 where \
+tide reckoning was first demonstrated.){record_delimiter}
+("entity"{tuple_delimiter}Ossely{tuple_delimiter}location{tuple_delimiter}River town that hosted the Lantern Fair of \
+1911; its ferries make night crossings.){record_delimiter}
+("entity"{tuple_delimiter}Tobiah Crane{tuple_delimiter}person{tuple_delimiter}Master of the Ossely Ferrymen's Guild, \
+who had the guild adopt tide reckoning.){record_delimiter}
+("entity"{tuple_delimiter}Ossely Ferrymen's Guild{tuple_delimiter}organization{tuple_delimiter}Guild of the Ossely \
+ferrymen; it adopted tide reckoning for its night crossings.){record_delimiter}
+("relationship"{tuple_delimiter}Hedda Voss{tuple_delimiter}Tide Reckoning{tuple_delimiter}Hedda Voss devised tide \
+reckoning and showed it in public.{tuple_delimiter}invention, demonstration{tuple_delimiter}9){record_delimiter}
+("relationship"{tuple_delimiter}Tide Reckoning{tuple_delimiter}Lantern Fair of 1911{tuple_delimiter}Tide reckoning was \
+first shown at the Lantern Fair of 1911.{tuple_delimiter}debut, public event{tuple_delimiter}6){record_delimiter}
+("relationship"{tuple_delimiter}Lantern Fair of 1911{tuple_delimiter}Ossely{tuple_delimiter}The Lantern Fair of 1911 \
+took place in Ossely.{tuple_delimiter}venue{tuple_delimiter}7){record_delimiter}
+("relationship"{tuple_delimiter}Tobiah Crane{tuple_delimiter}Ossely Ferrymen's Guild{tuple_delimiter}Tobiah Crane is \
+the master of the guild.{tuple_delimiter}leadership, membership{tuple_delimiter}8){record_delimiter}
+("relationship"{tuple_delimiter}Ossely Ferrymen's Guild{tuple_delimiter}Tide Reckoning{tuple_delimiter}The guild \
+adopted tide reckoning for its night crossings a week after the fair.{tuple_delimiter}adoption, navigation \
+safety{tuple_delimiter}8){record_delimiter}
+("content_keywords"{tuple_delimiter}tide prediction, river ferries, invention, adopting a new \
+method){completion_delimiter}""",
     ),
     ExtractionExample(
         text=(
@@ -130,14 +147,23 @@ EXTRACTION_EXAMPLES: tuple[ExtractionExample, ...] = (
             "Its founder, Priya Adeyemi-Strand, says growers may borrow heirloom bean varieties "
             "as long as they bring back seeds after the harvest."
         ),
-        output="""("entity"{tuple_delimiter}Brightwater Cooperative{tuple_delimiter}organization{tuple_delimiter}Community cooperative that opened a seed library in the old Marlow Street fire station.){record_delimiter}
-("entity"{tuple_delimiter}Marlow Street Fire Station{tuple_delimiter}location{tuple_delimiter}Former fire station that now houses the Brightwater Cooperative's seed library.){record_delimiter}
-("entity"{tuple_delimiter}Priya Adeyemi-Strand{tuple_delimiter}person{tuple_delimiter}Founder of the Brightwater Cooperative.){record_delimiter}
-("entity"{tuple_delimiter}Seed Library{tuple_delimiter}concept{tuple_delimiter}Lending scheme in which growers borrow heirloom bean varieties and return seeds after the harvest.){record_delimiter}
-("relationship"{tuple_delimiter}Priya Adeyemi-Strand{tuple_delimiter}Brightwater Cooperative{tuple_delimiter}Priya Adeyemi-Strand founded the cooperative.{tuple_delimiter}founding, leadership{tuple_delimiter}9){record_delimiter}
-("relationship"{tuple_delimiter}Brightwater Cooperative{tuple_delimiter}Seed Library{tuple_delimiter}The cooperative opened and runs the seed library.{tuple_delimiter}operation, community service{tuple_delimiter}8){record_delimiter}
-("relationship"{tuple_delimiter}Seed Library{tuple_delimiter}Marlow Street Fire Station{tuple_delimiter}The seed library is housed in the old fire station.{tuple_delimiter}premises, building reuse{tuple_delimiter}7){record_delimiter}
-("content_keywords"{tuple_delimiter}seed saving, community cooperative, heirloom crops, lending){completion_delimiter}""",
+        output="""("entity"{tuple_delimiter}Brightwater \
+Cooperative{tuple_delimiter}organization{tuple_delimiter}Community cooperative that opened a seed library in the old \
+Marlow Street fire station.){record_delimiter}
+("entity"{tuple_delimiter}Marlow Street Fire Station{tuple_delimiter}location{tuple_delimiter}Former fire station that \
+now houses the Brightwater Cooperative's seed library.){record_delimiter}
+("entity"{tuple_delimiter}Priya Adeyemi-Strand{tuple_delimiter}person{tuple_delimiter}Founder of the Brightwater \
+Cooperative.){record_delimiter}
+("entity"{tuple_delimiter}Seed Library{tuple_delimiter}concept{tuple_delimiter}Lending scheme in which growers borrow \
+heirloom bean varieties and return seeds after the harvest.){record_delimiter}
+("relationship"{tuple_delimiter}Priya Adeyemi-Strand{tuple_delimiter}Brightwater Cooperative{tuple_delimiter}Priya \
+Adeyemi-Strand founded the cooperative.{tuple_delimiter}founding, leadership{tuple_delimiter}9){record_delimiter}
+("relationship"{tuple_delimiter}Brightwater Cooperative{tuple_delimiter}Seed Library{tuple_delimiter}The cooperative \
+opened and runs the seed library.{tuple_delimiter}operation, community service{tuple_delimiter}8){record_delimiter}
+("relationship"{tuple_delimiter}Seed Library{tuple_delimiter}Marlow Street Fire Station{tuple_delimiter}The seed \
+library is housed in the old fire station.{tuple_delimiter}premises, building reuse{tuple_delimiter}7){record_delimiter}
+("content_keywords"{tuple_delimiter}seed saving, community cooperative, heirloom crops, \
+lending){completion_delimiter}""",
     ),
 )
 
@@ -158,7 +184,8 @@ def build_summary_prompt(
 
 KEYWORDS_PROMPT = """Pick the search keywords for a question that will be answered from a knowledge graph.
 - "high_level": up to 5 broad themes or concepts the question is about.
-- "low_level": up to 8 specific names the question mentions or needs: people, places, organisations, events, objects, terms. Use the exact names from the question.
+- "low_level": up to 8 specific names the question mentions or needs: people, places, organisations, events, objects, \
+terms. Use the exact names from the question.
 Reply with one JSON object and nothing else, for example:
 {{"high_level": ["flood defence", "accountability"], "low_level": ["Saltgate Barrier", "Greyfen Marine Company"]}}
 
@@ -173,7 +200,9 @@ Relational paths from the knowledge graph, least to most reliable:
 
 {paths}"""
 
-ANSWER_INSTRUCTIONS = """Answer the question above using only the relational paths. The later a path appears, the more reliable it is; prefer it when paths disagree. Mention the entities your answer relies on. If the paths do not contain what the question asks, say that the knowledge graph does not cover it rather than guessing."""
+ANSWER_INSTRUCTIONS = """Answer the question above using only the relational paths. The later a path appears, the more \
+reliable it is; prefer it when paths disagree. Mention the entities your answer relies on. If the paths do not contain \
+what the question asks, say that the knowledge graph does not cover it rather than guessing."""
 
 ANSWER_TEMPLATE = CONTEXT_TEMPLATE + "\n\n" + ANSWER_INSTRUCTIONS
 
@@ -188,4 +217,7 @@ Relational paths from the knowledge graph, least to most reliable:
 
 {paths}"""
 
-EVIDENCE_INSTRUCTIONS = """Answer the question above using only the passages and relational paths. Later passages are more relevant and later paths more reliable; prefer them when sources disagree. A question may need several facts chained together: follow the entities from one passage or path to the next. If the evidence does not contain what the question asks, say so rather than guessing."""
+EVIDENCE_INSTRUCTIONS = """Answer the question above using only the passages and relational paths. Later passages are \
+more relevant and later paths more reliable; prefer them when sources disagree. A question may need several facts \
+chained together: follow the entities from one passage or path to the next. If the evidence does not contain what the \
+question asks, say so rather than guessing."""

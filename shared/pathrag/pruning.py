@@ -27,7 +27,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Collection, Generator, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import networkx as nx
 
@@ -47,6 +47,8 @@ __all__ = [
 
 Request = tuple[dict[str, "int | None"], frozenset[str]]
 """One hop's batched question to the store: node -> degree limit, and the ``keep`` set."""
+
+R = TypeVar("R")
 
 
 def _order(node: Hashable) -> tuple[str, str]:
@@ -231,25 +233,25 @@ def _search(
     ]
 
 
-def _run_sync(store: GraphStore, search: Generator[Request, Mapping[str, Neighborhood], Any], directed: bool) -> Any:
+def _run_sync(store: GraphStore, search: Generator[Request, Mapping[str, Neighborhood], R], directed: bool) -> R:
     try:
         requests, keep = next(search)
         while True:
             requests, keep = search.send(store.neighborhoods(requests, directed=directed, keep=keep))
     except StopIteration as done:
-        return done.value
+        result: R = done.value  # the search's return value (StopIteration types it Any)
+        return result
 
 
-async def _run_async(
-    store: GraphStore, search: Generator[Request, Mapping[str, Neighborhood], Any], directed: bool
-) -> Any:
+async def _run_async(store: GraphStore, search: Generator[Request, Mapping[str, Neighborhood], R], directed: bool) -> R:
     try:
         requests, keep = next(search)
         while True:
             answer = await store.aneighborhoods(requests, directed=directed, keep=keep)
             requests, keep = search.send(answer)
     except StopIteration as done:
-        return done.value
+        result: R = done.value  # the search's return value (StopIteration types it Any)
+        return result
 
 
 def _resources(runs: list[_Propagation]) -> dict[str, float]:

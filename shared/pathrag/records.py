@@ -411,6 +411,7 @@ class StringTable:
         self._pending: dict[str, str] = {}  # written inside the open commit: rewritten if it rolls back
 
     def get(self, key: str) -> str | None:
+        """The value stored under ``key``, or ``None``."""
         if self._store is None:
             return self._memory.get(key)
         rows = self._store.wread(self._get, (key,))
@@ -440,9 +441,11 @@ class StringTable:
             self._store.executemany(self._put, [(key, self._pack(value)) for key, value in pending.items()])
 
     def clear_pending(self) -> None:
+        """Forget what the open commit wrote (it committed: nothing to write again)."""
         self._pending = {}
 
     def items(self) -> list[tuple[str, str]]:
+        """Every ``(key, value)`` pair."""
         if self._store is None:
             return list(self._memory.items())
         return [(key, unpack_text(value)) for key, value in self._store.wread(self._all)]

@@ -17,9 +17,10 @@
   similar as the least similar one (they can be no more similar than that). A passage's score is its
   similarity ``s`` plus ``|s| * g / g_max``, where ``g`` is the resource it collected and ``g_max`` the
   most any candidate collected: graph evidence can at most double a passage's similarity (or lift a
-  negative one to zero), and a passage that only resembles the question keeps its rank. The best ``num_passages`` are returned. This is
-  what brings in the second hop of a multi-hop question: a passage about the entity the anchor points
-  to. The paper's paths-only behaviour is ``context="paths"``.
+  negative one to zero), and a passage that only resembles the question keeps its rank. The best
+  ``num_passages`` are returned. This is what brings in the second hop of a multi-hop question: a
+  passage about the entity the anchor points to. The paper's paths-only behaviour is
+  ``context="paths"``.
 
 >>> import networkx as nx
 >>> from pathrag import HashingEmbedder, InMemoryVectorIndex, NetworkXGraphStore, VectorItem
@@ -41,7 +42,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, S
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .context import path_lookups, render_entity, render_path
+from .context import _path_names, _path_pairs, path_lookups, render_entity, render_path
 from .graph import GraphStore
 from .llm import LanguageModel, as_language_model, complete_sync
 from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
@@ -169,19 +170,20 @@ def _assemble(
 ) -> RetrievalResult:
     items = []
     for path in paths:
+        names = _path_names(path)  # paths found in a GraphStore: entity names
         sources: dict[str, None] = {}
-        for name in path.nodes:
+        for name in names:
             sources.update(dict.fromkeys(entities[name].source_ids if name in entities else ()))
-        for edge in path.edges:
-            relation = relations.get(edge) or relations.get(edge[::-1])
+        for source, target in _path_pairs(path):
+            relation = relations.get((source, target)) or relations.get((target, source))
             sources.update(dict.fromkeys(relation.source_ids if relation else ()))
         items.append(
             RetrievedItem(
                 "path",
-                _item_id("path", path.nodes),
+                _item_id("path", names),
                 render_path(path, entities, relations),
                 path.score,
-                path.nodes,
+                names,
                 tuple(sources),
                 path,
             )
@@ -337,7 +339,8 @@ def _run(steps: Generator[_Step, Any, T]) -> T:
         try:
             step = steps.throw(error) if error is not None else steps.send(value)
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            result: T = done.value  # the generator's return value (StopIteration types it Any)
+            return result
         try:
             value, error = step.run(), None
         except Exception as exc:
@@ -352,11 +355,17 @@ async def _arun(steps: Generator[_Step, Any, T]) -> T:
         try:
             step = steps.throw(error) if error is not None else steps.send(value)
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            result: T = done.value  # the generator's return value (StopIteration types it Any)
+            return result
         try:
             value, error = await step.arun(), None
         except Exception as exc:
             value, error = None, exc
+
+
+def _query_step(index: VectorIndex, text: str, k: int) -> _Step:
+    """The step searching ``index`` for the ``k`` items nearest ``text``."""
+    return _Step(lambda: index.query(text, k), lambda: index.aquery(text, k))
 
 
 def _retrieval(
@@ -382,14 +391,7 @@ def _retrieval(
     keywords = _keywords_or_query(query, answer)
     hit_lists = []
     for term in _search_terms(query, keywords):
-        hit_lists.append(
-            (
-                yield _Step(
-                    lambda term=term: entity_index.query(term, params.num_seeds),  # type: ignore[misc]
-                    lambda term=term: entity_index.aquery(term, params.num_seeds),
-                )
-            )
-        )
+        hit_lists.append((yield _query_step(entity_index, term, params.num_seeds)))
     seeds = pick_seeds(hit_lists, params.num_seeds)
     paths = yield _Step(lambda: find_key_paths(graph, seeds, params), lambda: afind_key_paths(graph, seeds, params))
     names, pairs = path_lookups(paths, seeds)

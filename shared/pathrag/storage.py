@@ -69,6 +69,7 @@ class Journal:
         atomic_write_text(self.path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 
     def close(self) -> None:
+        """Close the file if it is open (the next append opens it again)."""
         if self._handle is not None:
             self._handle.close()
             self._handle = None

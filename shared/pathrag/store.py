@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+from typing_extensions import override
 
 try:
     import fcntl
@@ -52,7 +53,7 @@ except ImportError:  # pragma: no cover - Windows
 from .extraction import check_name
 from .graph import BaseGraphStore, Neighborhood
 from .models import Entity, Relation
-from .vectors import Embedder, VectorHit, VectorItem
+from .vectors import Embedder, VectorHit, VectorIndex, VectorItem
 
 T = TypeVar("T", Entity, Relation)
 Merge = Callable[[T, T], T]
@@ -281,6 +282,7 @@ class SQLiteStore:
 
     @property
     def in_transaction(self) -> bool:
+        """Whether a :meth:`transaction` is open."""
         return self._depth > 0
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
@@ -291,6 +293,7 @@ class SQLiteStore:
         return cursor
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """One write step running ``sql`` once per row (no rows: nothing is run)."""
         rows = list(rows)
         if not rows:
             return
@@ -341,9 +344,11 @@ class SQLiteStore:
     # -- meta --------------------------------------------------------------------------------------
 
     def meta(self) -> dict[str, str]:
+        """The ``meta`` table as a dict, read on the writer's connection."""
         return dict(self.wread("SELECT key, value FROM meta"))
 
     def set_meta(self, values: Mapping[str, Any]) -> None:
+        """Write ``values`` into the ``meta`` table (as strings), replacing the keys' old values."""
         self.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, str(v)) for k, v in values.items()])
 
     def check_dimension(self, dimension: int, found: set[int]) -> None:
@@ -414,7 +419,7 @@ _WAL_MAGIC = (0x377F0682, 0x377F0683)  # little- or big-endian checksums (sqlite
 def _wal_checksum(data: bytes, big_endian: bool) -> tuple[int, int]:
     words = np.frombuffer(data, dtype=">u4" if big_endian else "<u4").tolist()
     s0 = s1 = 0
-    for x0, x1 in zip(words[::2], words[1::2]):
+    for x0, x1 in zip(words[::2], words[1::2], strict=True):
         s0 = (s0 + x0 + s1) & 0xFFFFFFFF
         s1 = (s1 + x1 + s0) & 0xFFFFFFFF
     return s0, s1
@@ -523,6 +528,7 @@ class WriterLock:
         return True
 
     def holder(self) -> str:
+        """The pid written in the lock file (the last writer's), or ``"?"`` if it cannot be read."""
         try:
             return self.path.read_text().strip() or "?"
         except OSError:
@@ -568,6 +574,7 @@ class WriterLock:
             raise
 
     def release(self) -> None:
+        """Drop the lock if this object holds it (otherwise do nothing)."""
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)  # closing drops the flock; the pid stays in the file, harmlessly
@@ -602,7 +609,8 @@ def unpack_text(value: bytes | str) -> str:
 
 def unpack_records(blob: bytes | str) -> dict[str, Any]:
     """``{"entities": [...], "relations": [...]}`` from :func:`pack_records`."""
-    return json.loads(zlib.decompress(blob) if isinstance(blob, bytes) else blob)
+    records: dict[str, Any] = json.loads(zlib.decompress(blob) if isinstance(blob, bytes) else blob)
+    return records
 
 
 def store_exists(directory: str | os.PathLike[str]) -> bool:
@@ -710,7 +718,9 @@ class SQLiteGraphStore(BaseGraphStore):
         keep_in = f" AND source IN {_IN}" if filtered else ""
         return f"{out} UNION SELECT target, source FROM relations WHERE target IN {_IN} AND source != target{keep_in}"
 
-    def _pairs(self, nodes: Collection[str], directed: bool, keep: Collection[str] | None = None) -> list[tuple]:
+    def _pairs(
+        self, nodes: Collection[str], directed: bool, keep: Collection[str] | None = None
+    ) -> list[tuple[Any, ...]]:
         if not nodes:
             return []
         names = dumps(list(nodes))
@@ -733,6 +743,7 @@ class SQLiteGraphStore(BaseGraphStore):
         found.update(rows)
         return found
 
+    @override
     def neighborhoods(
         self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
     ) -> dict[str, Neighborhood]:
@@ -746,7 +757,7 @@ class SQLiteGraphStore(BaseGraphStore):
         }
         asked = [u for u in requests if u in known]
         degree = self._degrees(asked, directed)
-        whole = [u for u in asked if requests[u] is None or degree[u] <= requests[u]]  # type: ignore[operator]
+        whole = [u for u in asked if (limit := requests[u]) is None or degree[u] <= limit]
         capped = [u for u in asked if u not in set(whole)]
         neighbours: dict[str, list[str]] = {u: [] for u in asked}
         for u, v in self._pairs(whole, directed):
@@ -760,6 +771,7 @@ class SQLiteGraphStore(BaseGraphStore):
 
     # -- reads -------------------------------------------------------------------------------------
 
+    @override
     def get_entities(self, names: Iterable[str]) -> dict[str, Entity]:
         names = list(names)
         if not names:
@@ -793,14 +805,15 @@ class SQLiteGraphStore(BaseGraphStore):
             return (target, source)
         return None
 
+    @override
     def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
-        pairs = [tuple(p) for p in pairs]
-        stored = self._relation_rows(pairs, writer=False)  # type: ignore[arg-type]
+        pairs = [(source, target) for source, target in pairs]
+        stored = self._relation_rows(pairs, writer=False)
         found: dict[tuple[str, str], Relation] = {}
         for pair in pairs:
             key = self._key(stored, *pair)
             if key is not None:
-                found[pair] = stored[key]  # type: ignore[index]
+                found[pair] = stored[key]
         return found
 
     def iter_entities(self) -> Iterator[Entity]:
@@ -817,10 +830,12 @@ class SQLiteGraphStore(BaseGraphStore):
         return int(self.store.read("SELECT COUNT(*) FROM entities")[0][0])
 
     def number_of_relations(self) -> int:
+        """How many relations are stored."""
         return int(self.store.read("SELECT COUNT(*) FROM relations")[0][0])
 
     # -- writes ------------------------------------------------------------------------------------
 
+    @override
     def upsert_entities(self, entities: Iterable[Entity], *, merge: Merge[Entity] | None = None) -> None:
         entities = list(entities)
         if not entities:
@@ -847,6 +862,7 @@ class SQLiteGraphStore(BaseGraphStore):
                 [_entity_row(e) for e in entities],
             )
 
+    @override
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
         relations = list(relations)
         if not relations:
@@ -877,6 +893,7 @@ class SQLiteGraphStore(BaseGraphStore):
                 [_relation_row(r) for r in written.values()],
             )
 
+    @override
     def delete_entities(self, names: Iterable[str]) -> None:
         names = dumps(list(names))
         if names == "[]":
@@ -885,12 +902,13 @@ class SQLiteGraphStore(BaseGraphStore):
             self.store.execute(f"DELETE FROM relations WHERE source IN {_IN} OR target IN {_IN}", (names, names))
             self.store.execute(f"DELETE FROM entities WHERE name IN {_IN}", (names,))
 
+    @override
     def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
-        pairs = [tuple(p) for p in pairs]
+        pairs = [(source, target) for source, target in pairs]
         if not pairs:
             return
         with self.store.transaction():
-            stored = self._relation_rows(pairs, writer=True)  # type: ignore[arg-type]
+            stored = self._relation_rows(pairs, writer=True)
             keys = {key: None for pair in pairs if (key := self._key(stored, *pair)) is not None}
             self.store.executemany("DELETE FROM relations WHERE source = ? AND target = ?", list(keys))
 
@@ -906,7 +924,7 @@ def _unit(vector: np.ndarray) -> np.ndarray:
     return vector / norm if norm else vector
 
 
-class SQLiteVectorIndex:
+class SQLiteVectorIndex(VectorIndex):
     """Exact cosine search over one space of the ``vectors`` table (float32 BLOBs, unit length).
 
     The first query loads the space's vectors into one numpy matrix (reloaded only after a commit);
@@ -927,9 +945,11 @@ class SQLiteVectorIndex:
         return bool(self.store.read("SELECT 1 FROM vectors WHERE space = ? AND id = ?", (self.space, item_id)))
 
     def ids(self) -> list[str]:
+        """Every item id of the space, sorted."""
         return [row[0] for row in self.store.read("SELECT id FROM vectors WHERE space = ? ORDER BY id", (self.space,))]
 
     def get(self, item_id: str) -> VectorItem | None:
+        """The item stored under ``item_id`` in this space, or ``None``."""
         rows = self.store.read(
             f"SELECT {_READ_TEXT}, v.metadata FROM vectors v WHERE v.space = ? AND v.id = ?", (self.space, item_id)
         )
@@ -961,16 +981,18 @@ class SQLiteVectorIndex:
                 _WRITE_VECTOR,
                 [
                     (self.space, item.id, item.text, dumps(dict(item.metadata)), blob)
-                    for item, blob in zip(items, blobs)
+                    for item, blob in zip(items, blobs, strict=True)
                 ],
             )
             self.store.bump(self._counter)  # readers' cached matrices are now stale
 
+    @override
     def upsert(self, items: Sequence[VectorItem]) -> None:
         changed = self._changed(items)
         if changed:
             self._store(changed, self.embedder.embed([item.text for item in changed]))
 
+    @override
     async def aupsert(self, items: Sequence[VectorItem]) -> None:
         changed = self._changed(items)
         if changed:
@@ -980,6 +1002,7 @@ class SQLiteVectorIndex:
         """Store items with vectors computed elsewhere (e.g. reused from an imported index)."""
         self._store(items, vectors)
 
+    @override
     def delete(self, ids: Iterable[str]) -> None:
         ids = dumps(list(ids))
         if ids != "[]":
@@ -987,6 +1010,7 @@ class SQLiteVectorIndex:
                 self.store.execute(f"DELETE FROM vectors WHERE space = ? AND id IN {_IN}", (self.space, ids))
                 self.store.bump(self._counter)
 
+    @override
     async def adelete(self, ids: Iterable[str]) -> None:
         self.delete(ids)
 
@@ -1048,9 +1072,11 @@ class SQLiteVectorIndex:
             hits.append(VectorHit(ids[i], float(scores[i]), json.loads(metadata), **extra))
         return hits
 
+    @override
     def query(self, text: str, k: int) -> list[VectorHit]:
         return self._search(self.embedder.embed([text])[0], k)
 
+    @override
     async def aquery(self, text: str, k: int) -> list[VectorHit]:
         return self._search((await self.embedder.aembed([text]))[0], k)
 

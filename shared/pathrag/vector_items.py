@@ -18,10 +18,12 @@ __all__ = ["chunk_metadata", "entity_vector_id", "entity_vector_item", "relation
 
 
 def entity_vector_id(name: str) -> str:
+    """The vector id of the entity named ``name``."""
     return f"ent-{digest(name)}"
 
 
 def relation_vector_id(key: tuple[str, str]) -> str:
+    """The vector id of the relation whose :func:`~pathrag.merging.relation_key` is ``key``."""
     return f"rel-{digest(*key)}"
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+from typing_extensions import override
 
 from .graph import atomic_write_text
 
@@ -35,9 +36,13 @@ __all__ = ["Embedder", "HashingEmbedder", "InMemoryVectorIndex", "VectorHit", "V
 class Embedder(Protocol):
     """Turns texts into vectors (one list of floats per text)."""
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in the order of ``texts``."""
+        ...
 
-    async def aembed(self, texts: Sequence[str]) -> list[list[float]]: ...
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Async twin of :meth:`embed`."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -64,23 +69,35 @@ class VectorHit:
 class VectorIndex(Protocol):
     """Upsert texts by id, find the ids nearest a query text (best first, with a similarity), delete."""
 
-    def upsert(self, items: Sequence[VectorItem]) -> None: ...
+    def upsert(self, items: Sequence[VectorItem]) -> None:
+        """Embed and store items, replacing any stored under the same id."""
+        ...
 
-    async def aupsert(self, items: Sequence[VectorItem]) -> None: ...
+    async def aupsert(self, items: Sequence[VectorItem]) -> None:
+        """Async twin of :meth:`upsert`."""
+        ...
 
-    def query(self, text: str, k: int) -> list[VectorHit]: ...
+    def query(self, text: str, k: int) -> list[VectorHit]:
+        """The (at most) ``k`` items nearest ``text``, best first."""
+        ...
 
-    async def aquery(self, text: str, k: int) -> list[VectorHit]: ...
+    async def aquery(self, text: str, k: int) -> list[VectorHit]:
+        """Async twin of :meth:`query`."""
+        ...
 
-    def delete(self, ids: Iterable[str]) -> None: ...
+    def delete(self, ids: Iterable[str]) -> None:
+        """Delete items by id; unknown ids are ignored."""
+        ...
 
-    async def adelete(self, ids: Iterable[str]) -> None: ...
+    async def adelete(self, ids: Iterable[str]) -> None:
+        """Async twin of :meth:`delete`."""
+        ...
 
 
 _WORD = re.compile(r"\w+")
 
 
-class HashingEmbedder:
+class HashingEmbedder(Embedder):
     """Deterministic embeddings from hashed words and character trigrams; no model, no network.
 
     Texts sharing words land close together, which is enough for tests and the offline demo.
@@ -102,6 +119,7 @@ class HashingEmbedder:
             found = self._words[word] = (codes % self.dimensions, np.where(codes >> 31, 1.0, -1.0))
         return found
 
+    @override
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         out = []
         for text in texts:
@@ -113,11 +131,12 @@ class HashingEmbedder:
             out.append((vector / norm if norm else vector).tolist())
         return out
 
+    @override
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
         return self.embed(texts)
 
 
-class InMemoryVectorIndex:
+class InMemoryVectorIndex(VectorIndex):
     """Exact cosine search over embedded texts, persisted to one JSON file (vectors base64 float32)."""
 
     def __init__(self, embedder: Embedder) -> None:
@@ -135,7 +154,7 @@ class InMemoryVectorIndex:
     def _store(self, items: Sequence[VectorItem], vectors: Sequence[Sequence[float]]) -> None:
         if len(vectors) != len(items):
             raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(items)} texts")
-        for item, vector in zip(items, vectors):
+        for item, vector in zip(items, vectors, strict=True):
             self._items[item.id] = item
             self._vectors[item.id] = _unit(np.asarray(vector, dtype=np.float32))
         self._matrix = None
@@ -145,6 +164,7 @@ class InMemoryVectorIndex:
         fresh = {item.id: item for item in items}  # the last of duplicate ids wins
         return [item for item in fresh.values() if self._items.get(item.id) != item]
 
+    @override
     def upsert(self, items: Sequence[VectorItem]) -> None:
         changed = self.changed(items)
         if changed:
@@ -154,6 +174,7 @@ class InMemoryVectorIndex:
         """Store items with vectors computed elsewhere (e.g. reused from an imported index)."""
         self._store(items, vectors)
 
+    @override
     async def aupsert(self, items: Sequence[VectorItem]) -> None:
         changed = self.changed(items)
         if changed:
@@ -175,22 +196,27 @@ class InMemoryVectorIndex:
             VectorHit(ids[i], float(scores[i]), self._items[ids[i]].metadata, self._items[ids[i]].text) for i in ranked
         ]
 
+    @override
     def query(self, text: str, k: int) -> list[VectorHit]:
         return self._search(self.embedder.embed([text])[0], k)
 
+    @override
     async def aquery(self, text: str, k: int) -> list[VectorHit]:
         return self._search((await self.embedder.aembed([text]))[0], k)
 
+    @override
     def delete(self, ids: Iterable[str]) -> None:
         for item_id in ids:
             if self._items.pop(item_id, None) is not None:
                 del self._vectors[item_id]
                 self._matrix = None
 
+    @override
     async def adelete(self, ids: Iterable[str]) -> None:
         self.delete(ids)
 
     def get(self, item_id: str) -> VectorItem | None:
+        """The item stored under ``item_id``, or ``None``."""
         return self._items.get(item_id)
 
     def ids(self) -> list[str]:
