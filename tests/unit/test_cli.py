@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -199,7 +200,7 @@ def test_mermaid_output_is_well_formed(store: Path) -> None:
             other.append(line)
     names = {n for item in data["items"] for n in item["nodes"]}
     assert set(nodes.values()) == names and len(nodes) == len(names)
-    walked = {frozenset(p) for item in data["items"] for p in zip(item["nodes"], item["nodes"][1:], strict=True)}
+    walked = {frozenset(p) for item in data["items"] for p in pairwise(item["nodes"])}
     assert {frozenset((nodes[a], nodes[b])) for a, b in edges} == walked and len(edges) == len(walked)
     seeds = ",".join(i for i, n in nodes.items() if n in data["seeds"])
     assert other == ["    classDef seed stroke-width:3px", f"    class {seeds} seed"]
@@ -256,7 +257,7 @@ def test_html_output_is_a_well_formed_self_contained_picture(store: Path) -> Non
     assert "script" not in tags and "link" not in tags and "iframe" not in tags
     assert re.findall(r"(?:src|href)=", page) == [] and "http://" not in page.replace("http://www.w3.org/2000/svg", "")
     names = {n for item in data["items"] for n in item["nodes"]}
-    walked = {frozenset(p) for item in data["items"] for p in zip(item["nodes"], item["nodes"][1:], strict=True)}
+    walked = {frozenset(p) for item in data["items"] for p in pairwise(item["nodes"])}
     assert tags.count("circle") == len(names) and tags.count("line") == len(walked)
     seeds = [attrs for tag, attrs in checker.tags if tag == "g" and attrs.get("class") == "node seed"]
     assert len(seeds) == len(data["seeds"])

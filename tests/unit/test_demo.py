@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import shutil
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,7 @@ def test_questions_expected_paths_are_walks_of_the_recorded_graph() -> None:
         for q in load_questions():
             assert q.expected_path[0] in q.question.upper() and q.expected_path[-1] in q.question.upper()
             assert set(q.expected_path) <= set(q.key_entities)
-            pairs = list(zip(q.expected_path, q.expected_path[1:], strict=True))
+            pairs = list(pairwise(q.expected_path))
             assert set(index.graph.get_relations(pairs)) == set(pairs), q.question
     finally:
         index.close()

@@ -8,6 +8,7 @@ import hashlib
 import re
 import time
 import unicodedata
+from itertools import pairwise
 
 import networkx as nx
 import pytest
@@ -160,8 +161,7 @@ class RawRecordsLLM:
             return "<|COMPLETE|>"
         records = [f'("entity"<|>{n}<|>organization<|>Named oddly, number {i}.)' for i, n in enumerate(self.names)]
         records += [
-            f'("relationship"<|>{a}<|>{b}<|>They work together.<|>partners<|>5)'
-            for a, b in zip(self.names, self.names[1:], strict=True)
+            f'("relationship"<|>{a}<|>{b}<|>They work together.<|>partners<|>5)' for a, b in pairwise(self.names)
         ]
         return "##\n".join(records) + "<|COMPLETE|>"
 
