@@ -86,7 +86,7 @@ def _relation_line(a: str, b: str, relation: Relation | None) -> str:
     return line
 
 
-def _path_names(path: ScoredPath) -> tuple[str, ...]:
+def path_names(path: ScoredPath) -> tuple[str, ...]:
     """``path.nodes`` as entity names.
 
     A path found in a :class:`~pathrag.GraphStore` runs through entity names (only a networkx graph
@@ -96,9 +96,9 @@ def _path_names(path: ScoredPath) -> tuple[str, ...]:
     return cast("tuple[str, ...]", path.nodes)
 
 
-def _path_pairs(path: ScoredPath) -> list[tuple[str, str]]:
-    """:attr:`ScoredPath.edges` as pairs of entity names (see :func:`_path_names`)."""
-    names = _path_names(path)
+def path_pairs(path: ScoredPath) -> list[tuple[str, str]]:
+    """:attr:`ScoredPath.edges` as pairs of entity names (see :func:`path_names`)."""
+    names = path_names(path)
     return list(zip(names, names[1:], strict=False))  # n nodes, n - 1 edges
 
 
@@ -107,9 +107,9 @@ def render_path(path: ScoredPath, entities: Mapping[str, Entity], relations: Map
 
     ``relations`` may be keyed either way round; a missing entity or relation is written bare.
     """
-    names = _path_names(path)
+    names = path_names(path)
     lines = [render_entity(names[0], entities.get(names[0]))]
-    for a, b in _path_pairs(path):
+    for a, b in path_pairs(path):
         relation = relations.get((a, b)) or relations.get((b, a))
         lines.append(_relation_line(a, b, relation))
         lines.append(render_entity(b, entities.get(b)))
@@ -120,8 +120,8 @@ def path_lookups(
     paths: Sequence[ScoredPath], extra_names: Sequence[str] = ()
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """The entity names and node pairs to fetch (once each) to render ``paths``, plus ``extra_names``."""
-    names = list(dict.fromkeys([*(n for p in paths for n in _path_names(p)), *extra_names]))
-    pairs = list(dict.fromkeys(e for p in paths for e in _path_pairs(p)))
+    names = list(dict.fromkeys([*(n for p in paths for n in path_names(p)), *extra_names]))
+    pairs = list(dict.fromkeys(e for p in paths for e in path_pairs(p)))
     return names, pairs
 
 

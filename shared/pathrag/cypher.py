@@ -47,7 +47,15 @@ from typing import Any
 from typing_extensions import override
 
 from .extraction import EntityNameError, check_name
-from .graph import BaseGraphStore, Merge, Neighborhood, _entity, _entity_attrs, _relation, _relation_attrs
+from .graph import (
+    BaseGraphStore,
+    Merge,
+    Neighborhood,
+    entity_attrs,
+    entity_from_attrs,
+    relation_attrs,
+    relation_from_attrs,
+)
 from .models import Entity, Relation
 
 __all__ = ["CypherGraphStore", "Runner", "falkordb_runner", "neo4j_runner"]
@@ -290,7 +298,7 @@ class CypherGraphStore(BaseGraphStore):
         self._batched(
             "set_entities",
             "rows",
-            [{"name": e.name, "props": {**_entity_attrs(e), self.key: e.name}} for e in final.values()],
+            [{"name": e.name, "props": {**entity_attrs(e), self.key: e.name}} for e in final.values()],
         )
 
     @override
@@ -318,7 +326,7 @@ class CypherGraphStore(BaseGraphStore):
         self._batched(
             "set_relations",
             "rows",
-            [{"s": r.source, "t": r.target, "props": _relation_attrs(r)} for r in written.values()],
+            [{"s": r.source, "t": r.target, "props": relation_attrs(r)} for r in written.values()],
         )
 
     @override
@@ -343,12 +351,12 @@ class CypherGraphStore(BaseGraphStore):
 
 def _entity_from_row(row: Sequence[Any]) -> Entity:
     name, type_, description, source_ids = row
-    return _entity(name, {"type": type_, "description": description, "source_ids": source_ids or ()})
+    return entity_from_attrs(name, {"type": type_, "description": description, "source_ids": source_ids or ()})
 
 
 def _relation_from_row(row: Sequence[Any]) -> Relation:
     source, target, description, keywords, weight, source_ids = row
-    return _relation(
+    return relation_from_attrs(
         (source, target),
         {
             "description": description,

@@ -394,7 +394,7 @@ class NetworkXGraphStore(BaseGraphStore):
     @override
     def get_entities(self, names: Iterable[str]) -> dict[str, Entity]:
         nodes = self.graph.nodes
-        return {name: _entity(name, nodes[name]) for name in names if name in nodes}
+        return {name: entity_from_attrs(name, nodes[name]) for name in names if name in nodes}
 
     @override
     def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
@@ -402,18 +402,18 @@ class NetworkXGraphStore(BaseGraphStore):
         for source, target in pairs:
             key = self._edge_key(source, target)
             if key is not None:
-                found[(source, target)] = _relation(key, self.graph.edges[key])
+                found[(source, target)] = relation_from_attrs(key, self.graph.edges[key])
         return found
 
     def iter_entities(self) -> Iterator[Entity]:
         """Every entity, in insertion order."""
         for name, data in self.graph.nodes(data=True):
-            yield _entity(name, data)
+            yield entity_from_attrs(name, data)
 
     def iter_relations(self) -> Iterator[Relation]:
         """Every relation, in insertion order."""
         for source, target, data in self.graph.edges(data=True):
-            yield _relation((source, target), data)
+            yield relation_from_attrs((source, target), data)
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -428,11 +428,11 @@ class NetworkXGraphStore(BaseGraphStore):
         nodes = self.graph.nodes
         for entity in entities:
             if merge is not None and entity.name in nodes:
-                entity = merge(_entity(entity.name, nodes[entity.name]), entity)
+                entity = merge(entity_from_attrs(entity.name, nodes[entity.name]), entity)
             self.graph.add_node(entity.name)
             attrs = nodes[entity.name]
             attrs.clear()
-            attrs.update(_entity_attrs(entity))
+            attrs.update(entity_attrs(entity))
 
     @override
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Merge[Relation] | None = None) -> None:
@@ -447,13 +447,13 @@ class NetworkXGraphStore(BaseGraphStore):
         for relation in relations:
             key = self._edge_key(relation.source, relation.target)
             if key is not None and merge is not None:
-                relation = merge(_relation(key, g.edges[key]), relation)
+                relation = merge(relation_from_attrs(key, g.edges[key]), relation)
             if key is not None and key != relation.pair:
                 g.remove_edge(*key)  # the merge may have re-oriented the relation
             g.add_edge(relation.source, relation.target)
             attrs = g.edges[relation.pair]
             attrs.clear()
-            attrs.update(_relation_attrs(relation))
+            attrs.update(relation_attrs(relation))
 
     @override
     def delete_entities(self, names: Iterable[str]) -> None:
@@ -544,7 +544,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
-def _entity(name: Any, data: Mapping[str, Any]) -> Entity:
+def entity_from_attrs(name: Any, data: Mapping[str, Any]) -> Entity:
+    """The entity stored as node ``name`` with attributes ``data`` (as :func:`entity_attrs` writes them)."""
     return Entity(
         name=str(name),
         type=str(data.get("type", "") or ""),
@@ -553,11 +554,13 @@ def _entity(name: Any, data: Mapping[str, Any]) -> Entity:
     )
 
 
-def _entity_attrs(entity: Entity) -> dict[str, Any]:
+def entity_attrs(entity: Entity) -> dict[str, Any]:
+    """The attributes a graph store keeps for ``entity`` besides its name."""
     return {"type": entity.type, "description": entity.description, "source_ids": list(entity.source_ids)}
 
 
-def _relation(key: tuple[Any, Any], data: Mapping[str, Any]) -> Relation:
+def relation_from_attrs(key: tuple[Any, Any], data: Mapping[str, Any]) -> Relation:
+    """The relation stored as edge ``key`` with attributes ``data`` (as :func:`relation_attrs` writes them)."""
     weight = data.get("weight", 1.0)
     return Relation(
         source=str(key[0]),
@@ -569,7 +572,8 @@ def _relation(key: tuple[Any, Any], data: Mapping[str, Any]) -> Relation:
     )
 
 
-def _relation_attrs(relation: Relation) -> dict[str, Any]:
+def relation_attrs(relation: Relation) -> dict[str, Any]:
+    """The attributes a graph store keeps for ``relation`` besides its two ends."""
     return {
         "description": relation.description,
         "keywords": list(relation.keywords),

@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, S
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .context import _path_names, _path_pairs, path_lookups, render_entity, render_path
+from .context import path_lookups, path_names, path_pairs, render_entity, render_path
 from .graph import GraphStore
 from .llm import LanguageModel, as_language_model, complete_sync
 from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
@@ -170,11 +170,11 @@ def _assemble(
 ) -> RetrievalResult:
     items = []
     for path in paths:
-        names = _path_names(path)  # paths found in a GraphStore: entity names
+        names = path_names(path)  # paths found in a GraphStore: entity names
         sources: dict[str, None] = {}
         for name in names:
             sources.update(dict.fromkeys(entities[name].source_ids if name in entities else ()))
-        for source, target in _path_pairs(path):
+        for source, target in path_pairs(path):
             relation = relations.get((source, target)) or relations.get((target, source))
             sources.update(dict.fromkeys(relation.source_ids if relation else ()))
         items.append(
