@@ -29,6 +29,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, field_validator, model_validator
+from typing_extensions import override
 
 from pathrag import (
     GraphStore,
@@ -195,37 +196,36 @@ class PathRAGRetriever(BaseRetriever):
             return await read(self.graph_store, self.entity_index, self.passage_index)  # type: ignore[arg-type]
         return await self.index.aread_committed(lambda graph, indexes: read(*self._sources(graph, indexes)))
 
+    @override
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
-        params, llm = self.params.override(**_overrides(k, kwargs)), self._keyword_llm(run_manager)
-        result = self._read(
-            lambda graph, entities, passages: retrieve(
-                query,
-                graph=graph,
-                entity_index=_TracedIndex(entities, _child_config(run_manager, ENTITY_SEARCH_TAG)),  # type: ignore[arg-type]
-                passage_index=passages,
-                llm=llm,
-                params=params,
-            )
-        )
-        return _to_documents(result)
+        arguments = self._arguments(run_manager, k, kwargs)
+        return _to_documents(self._read(lambda *sources: retrieve(query, **arguments(*sources))))
 
+    @override
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
+        arguments = self._arguments(run_manager, k, kwargs)
+        return _to_documents(await self._aread(lambda *sources: aretrieve(query, **arguments(*sources))))
+
+    def _arguments(
+        self,
+        run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun,
+        k: int | None,
+        kwargs: dict[str, Any],
+    ) -> Callable[[GraphStore, VectorIndex, VectorIndex | None], dict[str, Any]]:
+        """The core's arguments for one call, given what it reads (settings checked before any read)."""
         params, llm = self.params.override(**_overrides(k, kwargs)), self._keyword_llm(run_manager)
-        result = await self._aread(
-            lambda graph, entities, passages: aretrieve(
-                query,
-                graph=graph,
-                entity_index=_TracedIndex(entities, _child_config(run_manager, ENTITY_SEARCH_TAG)),  # type: ignore[arg-type]
-                passage_index=passages,
-                llm=llm,
-                params=params,
-            )
-        )
-        return _to_documents(result)
+        config = _child_config(run_manager, ENTITY_SEARCH_TAG)
+        return lambda graph, entities, passages: {
+            "graph": graph,
+            "entity_index": _TracedIndex(entities, config),
+            "passage_index": passages,
+            "llm": llm,
+            "params": params,
+        }
 
     def _keyword_llm(
         self, run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun
