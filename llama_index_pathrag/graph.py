@@ -157,7 +157,8 @@ class _EntityNode(EntityNode):
 
 
 def entity_to_node(entity: Entity, properties: Mapping[str, Any] | None = None, label: str | None = None) -> EntityNode:
-    """The ``EntityNode`` for ``entity``: label = type (``label`` or ``"entity"`` if untyped), ``description``.
+    """The ``EntityNode`` for ``entity``: label = type (``label`` or ``"entity"`` if untyped), ``description``
+    and, when it has any, ``source_ids``.
 
     >>> node = entity_to_node(Entity(name="ALICE", type="person", description="A pilot."))
     >>> node.label, node.properties, str(node)
@@ -166,7 +167,11 @@ def entity_to_node(entity: Entity, properties: Mapping[str, Any] | None = None, 
     return _EntityNode(
         name=entity.name,
         label=entity.type or label or UNTYPED_LABEL,
-        properties={**(properties or {}), "description": entity.description},
+        properties={
+            **(properties or {}),
+            "description": entity.description,
+            **({"source_ids": list(entity.source_ids)} if entity.source_ids else {}),
+        },
     )
 
 

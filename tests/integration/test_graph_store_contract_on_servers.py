@@ -72,10 +72,6 @@ class TestPropertyGraphStoreAdapterOnFalkorDB(GraphStoreContract):
     # What LlamaIndex's FalkorDB store does differently from the in-memory one, found by this suite.
     # strict: each starts failing the suite (XPASS) once the adapter handles it.
 
-    @pytest.mark.xfail(strict=True, reason="entity_to_node writes a node's description, not its source_ids")
-    def test_entities_keep_their_source_ids(self, store):
-        super().test_entities_keep_their_source_ids(store)
-
     @pytest.mark.xfail(strict=True, reason="an empty keywords list is not stored: the label becomes the keyword")
     def test_a_relation_without_keywords_reads_back_without_keywords(self, store):
         super().test_a_relation_without_keywords_reads_back_without_keywords(store)

@@ -91,7 +91,3 @@ class TestPropertyGraphStoreAdapterOnSimplePropertyGraphStore(GraphStoreContract
         from llama_index_pathrag import PropertyGraphStoreAdapter
 
         return PropertyGraphStoreAdapter(SimplePropertyGraphStore())
-
-    @pytest.mark.xfail(strict=True, reason="entity_to_node writes a node's description, not its source_ids")
-    def test_entities_keep_their_source_ids(self, store):
-        super().test_entities_keep_their_source_ids(store)
