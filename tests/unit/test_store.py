@@ -7,6 +7,7 @@ import json
 import logging
 import shutil
 import sqlite3
+import zlib
 from pathlib import Path
 
 import pytest
@@ -269,6 +270,25 @@ V1_VECTORS = (
 )
 
 
+def to_format_1(path: Path) -> sqlite3.Connection:
+    """Turn the store at ``path`` into format 1: vectors holding every text (NOT NULL), LLM answers in
+    plain text. Returns an open connection to it."""
+    db = sqlite3.connect(path / STORE_FILE, isolation_level=None)
+    db.execute("BEGIN")
+    db.execute(V1_VECTORS)
+    db.execute(
+        "INSERT INTO vectors_v1 SELECT v.space, v.id, COALESCE(v.text, c.text), v.metadata, v.vector "
+        "FROM vectors v LEFT JOIN chunks c ON c.id = v.id"
+    )
+    db.execute("DROP TABLE vectors")
+    db.execute("ALTER TABLE vectors_v1 RENAME TO vectors")
+    db.create_function("unzip", 1, lambda b: zlib.decompress(b).decode())
+    db.execute("UPDATE llm_cache SET answer = unzip(answer)")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'format_version'")
+    db.execute("COMMIT")
+    return db
+
+
 def vector_texts(index: PathRAGIndex) -> dict:
     return {
         name: {i: vector_index.get(i).text for i in vector_index.ids()}
@@ -299,20 +319,7 @@ def test_a_format_1_store_is_upgraded_once_and_answers_the_same(tmp_path: Path, 
     index.insert(DOCS)
     before, before_paths, before_texts = contents(index), paths(index), vector_texts(index)
     index.close()
-    # Turn it into format 1: vectors holding every text (NOT NULL), LLM answers in plain text.
-    db = sqlite3.connect(tmp_path / STORE_FILE, isolation_level=None)
-    db.execute("BEGIN")
-    db.execute(V1_VECTORS)
-    db.execute(
-        "INSERT INTO vectors_v1 SELECT v.space, v.id, COALESCE(v.text, c.text), v.metadata, v.vector "
-        "FROM vectors v LEFT JOIN chunks c ON c.id = v.id"
-    )
-    db.execute("DROP TABLE vectors")
-    db.execute("ALTER TABLE vectors_v1 RENAME TO vectors")
-    db.create_function("unzip", 1, lambda b: __import__("zlib").decompress(b).decode())
-    db.execute("UPDATE llm_cache SET answer = unzip(answer)")
-    db.execute("UPDATE meta SET value = '1' WHERE key = 'format_version'")
-    db.execute("COMMIT")
+    db = to_format_1(tmp_path)
     assert db.execute("SELECT COUNT(text) FROM vectors WHERE space = 'chunks'").fetchone() == (4,)
 
     with caplog.at_level(logging.INFO, logger="pathrag.store"):
@@ -337,17 +344,7 @@ def test_a_format_1_store_that_cannot_be_upgraded_still_answers(tmp_path: Path, 
     index.insert(DOCS)
     before, before_texts = paths(index), vector_texts(index)
     index.close()
-    db = sqlite3.connect(tmp_path / STORE_FILE, isolation_level=None)
-    db.execute("BEGIN")
-    db.execute(V1_VECTORS)
-    db.execute(
-        "INSERT INTO vectors_v1 SELECT v.space, v.id, COALESCE(v.text, c.text), v.metadata, v.vector "
-        "FROM vectors v LEFT JOIN chunks c ON c.id = v.id"
-    )
-    db.execute("DROP TABLE vectors")
-    db.execute("ALTER TABLE vectors_v1 RENAME TO vectors")
-    db.execute("UPDATE meta SET value = '1' WHERE key = 'format_version'")
-    db.execute("COMMIT")
+    db = to_format_1(tmp_path)
     # as on a read-only file: the upgrade's transaction fails, and the store stays in format 1
     monkeypatch.setattr(
         SQLiteStore,
