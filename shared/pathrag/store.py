@@ -28,6 +28,7 @@ after its k-th write step, which lets a test stop a commit at each of its bounda
 from __future__ import annotations
 
 import base64
+import contextvars
 import json
 import logging
 import os
@@ -40,6 +41,7 @@ import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 import numpy as np
@@ -146,6 +148,12 @@ def _count_write_step() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+_SNAPSHOTS: contextvars.ContextVar[Mapping[SQLiteStore, sqlite3.Connection]] = contextvars.ContextVar(
+    "pathrag_snapshots", default=MappingProxyType({})
+)
+"""The open read snapshot of each store, per thread and asyncio task (see :meth:`SQLiteStore.snapshot`)."""
+
+
 class SQLiteStore:
     """One ``pathrag.sqlite`` in ``directory``: a writer connection and a reader connection.
 
@@ -167,6 +175,8 @@ class SQLiteStore:
         self._writer: sqlite3.Connection | None = None
         self._readers: list[sqlite3.Connection] = []  # one per thread (see _r)
         self._local = threading.local()
+        self._idle: list[sqlite3.Connection] = []  # snapshot connections free for the next snapshot
+        self._idle_generation: list[sqlite3.Connection] | None = None
         self._wlock = threading.RLock()
         self._rlock = threading.Lock()  # guards the list of readers only
         self._depth = 0
@@ -218,31 +228,57 @@ class SQLiteStore:
         return self._writer
 
     def _r(self) -> sqlite3.Connection:
-        """This thread's reader connection: threads read in parallel, each in its own snapshot."""
+        """The reader connection: the open :meth:`snapshot`'s of this thread or task, else this thread's."""
+        held = _SNAPSHOTS.get().get(self)
+        if held is not None:
+            return held
         conn = getattr(self._local, "conn", None)
         if conn is None or getattr(self._local, "store_generation", None) is not self._readers:
-            conn = self._connect()
-            conn.execute("PRAGMA query_only = ON")
-            with self._rlock:
-                self._readers.append(conn)
-            self._local.conn, self._local.store_generation, self._local.depth = conn, self._readers, 0
+            conn = self._reader()
+            self._local.conn, self._local.store_generation = conn, self._readers
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        conn = self._connect()
+        conn.execute("PRAGMA query_only = ON")
+        with self._rlock:
+            self._readers.append(conn)
         return conn
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
-        """Every read of this thread inside sees one committed state (a read transaction), so that a
-        retrieval running while a commit lands answers wholly from the state before it or after it."""
-        conn = self._r()
-        if self._local.depth == 0:
-            conn.execute("BEGIN")
-            conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # the snapshot starts at the first read
-        self._local.depth += 1
+        """Every read inside sees one committed state (a read transaction), so that a retrieval running
+        while a commit lands answers wholly from the state before it or after it.
+
+        The snapshot belongs to the calling thread or asyncio task (a context variable), on a connection
+        of its own: overlapping tasks on one event loop each read their own state, and each snapshot ends
+        when its own block does. Nested snapshots of one thread or task share the outer one."""
+        if self in _SNAPSHOTS.get():
+            yield
+            return
+        with self._rlock:
+            conn = self._idle.pop() if self._idle and self._idle_generation is self._readers else None
+        if conn is None:
+            conn = self._reader()
+        generation = self._readers
+        conn.execute("BEGIN")
+        conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # the snapshot starts at the first read
+        token = _SNAPSHOTS.set({**_SNAPSHOTS.get(), self: conn})
         try:
             yield
         finally:
-            self._local.depth -= 1
-            if self._local.depth == 0 and conn.in_transaction:
-                conn.execute("COMMIT")
+            _SNAPSHOTS.reset(token)
+            try:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+            except sqlite3.ProgrammingError:  # closed by close() meanwhile
+                pass
+            else:
+                with self._rlock:
+                    if generation is self._readers:
+                        if self._idle_generation is not generation:
+                            self._idle, self._idle_generation = [], generation
+                        self._idle.append(conn)
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)

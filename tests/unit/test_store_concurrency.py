@@ -206,3 +206,27 @@ def test_a_lock_file_that_cannot_be_created_fails_before_any_llm_call(tmp_path: 
     with pytest.raises(StoreError, match="cannot be written") as caught:
         make(store, llm).insert([doc(2)])
     assert llm.calls == 0 and "\n" not in str(caught.value)
+
+
+async def test_overlapping_async_reads_each_see_the_state_committed_when_they_began(tmp_path: Path) -> None:
+    import asyncio
+
+    from pathrag import Entity
+
+    index = PathRAGIndex(tmp_path, embedder=HashingEmbedder(64))
+    index.add_records("a", [Entity(name="A")], [])
+
+    async def slow_count(graph, indexes) -> int:
+        count = len(indexes["entities"])
+        await asyncio.sleep(0.3)  # still reading while the commit below lands
+        return count
+
+    async def count(graph, indexes) -> int:
+        return len(indexes["entities"])
+
+    long_read = asyncio.create_task(index.aread_committed(slow_count))
+    await asyncio.sleep(0.05)
+    await asyncio.to_thread(index.add_records, "b", [Entity(name="B")], [])  # committed by another thread
+    assert await index.aread_committed(count) == 2  # its own snapshot, not the long read's
+    assert await long_read == 1
+    assert await index.aread_committed(count) == 2
