@@ -128,6 +128,7 @@ _WRITE_VECTOR = (
     f"INSERT OR REPLACE INTO vectors SELECT v.space, v.id, {_STORED_TEXT}, v.metadata, v.vector "
     "FROM (SELECT ? AS space, ? AS id, ? AS text, ? AS metadata, ? AS vector) v"
 )
+_WRITE_VECTOR_V1 = "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)"  # format 1: text NOT NULL
 _READ_TEXT = "COALESCE(v.text, (SELECT c.text FROM chunks c WHERE c.id = v.id), '')"
 
 _env_crash = os.environ.get("PATHRAG_CRASH_AFTER_WRITE", "").strip()
@@ -192,21 +193,25 @@ class SQLiteStore:
                 f"{self.path} is a store of a newer or other format ({found.get('format')} "
                 f"v{found.get('format_version')}): upgrade pathrag"
             )
+        self.format_version = int(found.get("format_version", FORMAT_VERSION))
+        """The store's format as this object writes it (a store it could not upgrade stays at 1)."""
         if "format" not in found:
             self._w().executemany(
                 "INSERT OR IGNORE INTO meta VALUES (?, ?)",
                 [("format", FORMAT), ("format_version", str(FORMAT_VERSION))],
             )
-        elif int(found.get("format_version", FORMAT_VERSION)) < 2:
+        elif self.format_version < 2:
             self._upgrade_vectors()
 
     def _upgrade_vectors(self) -> None:
         """Format 1 -> 2, in one transaction: the vectors table without the copies of chunk texts (its
-        ``text`` may now be empty). A read-only store stays at 1: every read works on both."""
+        ``text`` may now be empty). A store that cannot be upgraded now (read-only, or another writer
+        holding it too long) stays at 1: every read works on both, and writes keep every text."""
         try:
             with self.transaction():
                 ((version,),) = self.wread("SELECT value FROM meta WHERE key = 'format_version'")
                 if int(version) >= 2:  # another process upgraded it meanwhile
+                    self.format_version = int(version)
                     return
                 self.execute(SCHEMA_VECTORS.replace("vectors", "vectors_v2"))
                 self.execute(
@@ -215,9 +220,11 @@ class SQLiteStore:
                 self.execute("DROP TABLE vectors")
                 self.execute("ALTER TABLE vectors_v2 RENAME TO vectors")
                 self.set_meta({"format_version": 2})
+                self.format_version = 2
         except sqlite3.OperationalError as exc:
             logger.info("%s stays in format 1 (%s)", self.path, exc)
-        else:
+            return
+        if self.format_version == 2 and version == "1":
             logger.info("%s: upgraded to store format 2 (chunk texts no longer stored twice)", self.path)
 
     def _w(self) -> sqlite3.Connection:
@@ -1014,7 +1021,7 @@ class SQLiteVectorIndex(VectorIndex):
         with self.store.transaction():
             self.store.check_dimension(len(vectors[0]), {len(b) // 4 for b in blobs})
             self.store.executemany(
-                _WRITE_VECTOR,
+                _WRITE_VECTOR if self.store.format_version >= 2 else _WRITE_VECTOR_V1,
                 [
                     (self.space, item.id, item.text, dumps(dict(item.metadata)), blob)
                     for item, blob in zip(items, blobs, strict=True)
@@ -1185,7 +1192,8 @@ def write_snapshot(
             rows = list(rows)
             if rows:
                 dimension = len(rows[0][3]) // 4
-            store.executemany(_WRITE_VECTOR, [(space, i, text, dumps(dict(md)), blob) for i, text, md, blob in rows])
+            write = _WRITE_VECTOR if store.format_version >= 2 else _WRITE_VECTOR_V1
+            store.executemany(write, [(space, i, text, dumps(dict(md)), blob) for i, text, md, blob in rows])
         if dimension is not None and "dimension" not in meta:
             store.set_meta({"dimension": dimension})
 

@@ -375,3 +375,19 @@ def test_an_in_memory_commit_that_fails_half_way_leaves_the_index_as_before(fail
     )
     clean.insert(DOCS)
     assert contents(index) == contents(clean)
+
+
+def test_a_format_1_store_left_unupgraded_is_still_written_in_format_1(tmp_path: Path, monkeypatch) -> None:
+    index = open_index(tmp_path, ScriptedLLM())
+    index.insert(DOCS)
+    index.close()
+    db = to_format_1(tmp_path)
+    monkeypatch.setattr(SQLiteStore, "_upgrade_vectors", lambda self: None)  # as when another writer holds it
+    again = open_index(tmp_path, ScriptedLLM())
+    again.delete(["c"])
+    again.insert(DOCS[2:])  # chunk vectors written again: with their text, as format 1 requires
+    assert db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == ("1",)
+    assert db.execute("SELECT COUNT(*) FROM vectors WHERE text IS NULL").fetchone() == (0,)
+    assert {i: again.chunk_index.get(i).text for i in again.chunk_index.ids()} == dict(
+        db.execute("SELECT id, text FROM chunks")
+    )
