@@ -289,6 +289,7 @@ class PathRAGIndex:
             token_counter=config.token_counter,
         )
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        self._memory_writer = threading.Lock()  # without a directory: one writer thread at a time
 
     # -- the document and chunk tables, loaded on first use ------------------------------------------
 
@@ -360,12 +361,18 @@ class PathRAGIndex:
 
     @contextlib.asynccontextmanager
     async def _writing(self) -> AsyncIterator[None]:
-        """One write at a time: per event loop (the operation lock) and, for a directory, across processes
-        (the store's writer lock). Another process's commits since ours are picked up first."""
+        """One write at a time: per event loop (the operation lock), across threads (each sync call runs
+        its own loop) and, for a directory, across processes (the store's writer lock, which also covers
+        threads). Another process's commits since ours are picked up first."""
         async with self._operation_lock():
             store, lock = self._store, self._writer_lock
             if store is None or lock is None:  # both exist exactly when there is a directory
-                yield
+                while not self._memory_writer.acquire(blocking=False):  # polled: never blocks a loop
+                    await asyncio.sleep(0.005)
+                try:
+                    yield
+                finally:
+                    self._memory_writer.release()
                 return
             await lock.aacquire(self.config.lock_timeout)
             try:

@@ -230,3 +230,27 @@ async def test_overlapping_async_reads_each_see_the_state_committed_when_they_be
     assert await index.aread_committed(count) == 2  # its own snapshot, not the long read's
     assert await long_read == 1
     assert await index.aread_committed(count) == 2
+
+
+def test_threads_writing_one_in_memory_index_take_turns(tmp_path: Path) -> None:
+    import threading
+
+    from pathrag import Entity
+
+    index = PathRAGIndex(embedder=HashingEmbedder(64))
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(15):
+                index.add_records(f"t{n}-{i}", [Entity(name=f"E{n}-{i}")], [])
+        except BaseException as exc:  # noqa: BLE001 - every failure counts
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and index.check() == []
+    assert len(index.documents) == 45 and len(index.entity_index) == 45 and len(index.graph) == 45
