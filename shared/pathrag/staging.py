@@ -33,14 +33,18 @@ class Staged:
 
     def __init__(self) -> None:
         self._writes: list[Callable[[], None]] = []
+        self._vectors: dict[int, _StagedVectors] = {}  # one stand-in per live index: it knows the commit's items
 
     def graph(self, live: GraphStore) -> _StagedGraph:
         """A stand-in for ``live`` whose writes wait for :meth:`apply`."""
         return _StagedGraph(live, self._writes)
 
     def vectors(self, live: InMemoryVectorIndex) -> _StagedVectors:
-        """A stand-in for ``live`` whose writes wait for :meth:`apply` (embedding happens at once)."""
-        return _StagedVectors(live, self._writes)
+        """A stand-in for ``live`` whose writes wait for :meth:`apply` (embedding happens at once); the
+        same one for every call with ``live`` in this commit."""
+        if id(live) not in self._vectors:
+            self._vectors[id(live)] = _StagedVectors(live, self._writes)
+        return self._vectors[id(live)]
 
     def apply(self) -> None:
         """Make the recorded writes, in order, without yielding to the event loop."""
@@ -92,7 +96,7 @@ class _StagedVectors:
 
     def __init__(self, live: InMemoryVectorIndex, writes: list[Callable[[], None]]) -> None:
         self._live, self._writes = live, writes
-        self._deleted: set[str] = set()  # deleted earlier in this commit: an upsert of one is a change
+        self._held: dict[str, VectorItem | None] = {}  # what this commit wrote so far (None: deleted)
 
     def __getattr__(self, name: str) -> Any:  # reads: query, get, ids, ...
         return getattr(self._live, name)
@@ -101,9 +105,11 @@ class _StagedVectors:
         return len(self._live)
 
     def _fresh(self, items: Sequence[VectorItem]) -> list[VectorItem]:
-        changed = self._live.changed(items)
-        known = {item.id for item in changed}
-        return changed + [item for item in items if item.id in self._deleted and item.id not in known]
+        """Items that differ from what the index will hold: this commit's writes first, then the live index."""
+        latest = {item.id: item for item in items}  # the last of duplicate ids wins, as in the index
+        held = {i: item for i, item in latest.items() if i in self._held}
+        unheld = self._live.changed([item for i, item in latest.items() if i not in self._held])
+        return [item for i, item in held.items() if self._held[i] != item] + unheld
 
     def upsert(self, items: Sequence[VectorItem]) -> None:
         fresh = self._fresh(items)
@@ -119,11 +125,12 @@ class _StagedVectors:
         items, vectors = list(items), list(vectors)
         if len(vectors) != len(items):  # refused now, inside the commit, not when applying it
             raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(items)} texts")
+        self._held.update((item.id, item) for item in items)
         self._writes.append(lambda: self._live.upsert_vectors(items, vectors))
 
     def delete(self, ids: Iterable[str]) -> None:
         ids = list(ids)
-        self._deleted.update(ids)
+        self._held.update((i, None) for i in ids)
         self._writes.append(lambda: self._live.delete(ids))
 
     async def adelete(self, ids: Iterable[str]) -> None:

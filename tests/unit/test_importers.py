@@ -419,3 +419,35 @@ def test_an_import_into_an_index_is_one_commit_or_nothing(tmp_path: Path, where:
         assert index._store.commit_count() == 1  # passages, records and vectors: one commit
     with pytest.raises(ValueError, match="its own vector indexes"):
         import_lightrag(LIGHTRAG, index, chunk_index=InMemoryVectorIndex(HashingEmbedder(64)))
+
+
+class CountingEmbedder(HashingEmbedder):
+    def __init__(self) -> None:
+        super().__init__(8)
+        self.texts: list[str] = []
+
+    def embed(self, texts):
+        self.texts += list(texts)
+        return super().embed(texts)
+
+
+@pytest.mark.parametrize("where", ["directory", "memory"])
+def test_reused_vectors_given_to_add_records_are_kept_not_re_embedded(tmp_path: Path, where: str) -> None:
+    from pathrag import Entity
+    from pathrag.vector_items import entity_vector_id, entity_vector_item
+
+    embedder = CountingEmbedder()
+    index = PathRAGIndex(tmp_path / "kb" if where == "directory" else None, embedder=embedder)
+    alice = Entity(name="ALICE", type="person", description="A pilot.")
+    given = [1.0, 0, 0, 0, 0, 0, 0, 0]
+    index.add_records(
+        "a",
+        [alice],
+        [],
+        vector_items={"entities": [entity_vector_item(alice)]},
+        vectors={"entities": {entity_vector_id("ALICE"): given}},
+    )
+    assert embedder.texts == []  # the rebuild found the reused item unchanged
+    assert index.entity_index.query("anything", 1)[0].id == entity_vector_id("ALICE")
+    hit = index.entity_index.query("x", 1)[0]
+    assert hit.score == pytest.approx(float(np.dot(embedder.embed(["x"])[0], given)))
