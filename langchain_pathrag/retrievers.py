@@ -135,11 +135,13 @@ class PathRAGRetriever(BaseRetriever):
         data = dict(data)
         named = {name: data.pop(name) for name in list(data) if name in _SETTINGS or name == "k"}
         if named:
-            params = data.get("params") or RetrievalParams()
-            if not isinstance(params, RetrievalParams):
-                raise ValueError(f"params must be a pathrag.RetrievalParams, got {type(params).__name__}")
+            params = data.get("params")
             try:
-                data["params"] = params.override(**_overrides(named.pop("k", None), named))
+                if isinstance(params, Mapping):  # settings as a dict, as pydantic would take them
+                    params = RetrievalParams(**params)
+                if params is not None and not isinstance(params, RetrievalParams):
+                    raise ValueError(f"params must be a pathrag.RetrievalParams, got {type(params).__name__}")
+                data["params"] = (params or RetrievalParams()).override(**_overrides(named.pop("k", None), named))
             except TypeError as exc:  # pydantic reports ValueErrors as validation errors
                 raise ValueError(str(exc)) from None
         return data
@@ -181,9 +183,9 @@ class PathRAGRetriever(BaseRetriever):
     ) -> tuple[GraphStore, VectorIndex, VectorIndex | None]:
         """What one retrieval reads: the index's state, unless a store was passed in its own right."""
         return (
-            self.graph_store or graph,
-            self.entity_index or indexes["entities"],
-            self.passage_index or indexes.get("chunks"),
+            graph if self.graph_store is None else self.graph_store,  # an empty store is falsy: compare
+            indexes["entities"] if self.entity_index is None else self.entity_index,
+            indexes.get("chunks") if self.passage_index is None else self.passage_index,
         )
 
     def _read(self, read: Callable[[GraphStore, VectorIndex, VectorIndex | None], T]) -> T:

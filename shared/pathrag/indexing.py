@@ -55,7 +55,7 @@ from tqdm.auto import tqdm
 
 from .extraction import ExtractionConfig, check_name, extract_records
 from .graph import GraphStore, NetworkXGraphStore
-from .llm import LanguageModel, as_language_model
+from .llm import LanguageModel, RememberingLanguageModel, as_language_model
 from .llm_calls import LLMCaller, OperationCalls
 from .merging import relation_key
 from .models import Entity, Relation
@@ -463,7 +463,12 @@ class PathRAGIndex:
         async with self._writing():
             entity_rows = [e.model_dump(mode="json") for e in entities]
             relation_rows = [r.model_dump(mode="json") for r in relations]
-            content = digest(document_id, json.dumps([entity_rows, relation_rows], sort_keys=True))
+            # the items and reused vectors that come with the records count too: new passages are a change
+            extras = [
+                [name, [[i.id, i.text, dict(i.metadata)] for i in items], sorted(vectors.get(name, {}))]
+                for name, items in sorted(vector_items.items())
+            ]
+            content = digest(document_id, json.dumps([entity_rows, relation_rows, *extras], sort_keys=True))
             old = self.documents.get(document_id)
             if old is not None and old.hash == content:
                 return InsertSummary(unchanged=1)
@@ -502,31 +507,37 @@ class PathRAGIndex:
         """Key paths and source passages for ``query`` from this index (see :func:`pathrag.retrieval.retrieve`).
 
         The index's LLM extracts the query keywords unless ``keyword_llm=False``. The answer comes from one
-        committed state, whatever writes run meanwhile (see :meth:`aread_committed`).
+        committed state, whatever writes run meanwhile (see :meth:`aread_committed`); a read that is run
+        again asks the LLM nothing new.
         """
+        llm = self._keyword_model(keyword_llm)
         return self.read_committed(
             lambda graph, indexes: retrieve(
                 query,
                 graph=graph,
                 entity_index=indexes["entities"],
                 passage_index=indexes["chunks"],
-                llm=self.llm if keyword_llm else None,
+                llm=llm,
                 **params,
             )
         )
 
     async def aretrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
         """Async twin of :meth:`retrieve`."""
+        llm = self._keyword_model(keyword_llm)
         return await self.aread_committed(
             lambda graph, indexes: aretrieve(
                 query,
                 graph=graph,
                 entity_index=indexes["entities"],
                 passage_index=indexes["chunks"],
-                llm=self.llm if keyword_llm else None,
+                llm=llm,
                 **params,
             )
         )
+
+    def _keyword_model(self, wanted: bool) -> LanguageModel | None:
+        return RememberingLanguageModel(self.llm) if wanted and self.llm is not None else None
 
     async def aread_committed(self, read: Callable[[GraphStore, Mapping[str, VectorIndex]], Awaitable[T]]) -> T:
         """``await read(graph, vector_indexes)`` on one committed state of the index, while writes go on.

@@ -71,6 +71,35 @@ class CallableLanguageModel(LanguageModel):
         return f"CallableLanguageModel(name={self.name!r})"
 
 
+class RememberingLanguageModel(LanguageModel):
+    """``model``, asked each prompt once: a repeated prompt gets the first answer again.
+
+    A retrieval that is run again (see :meth:`pathrag.PathRAGIndex.aread_committed`) asks the same
+    keyword question; this keeps it from paying the model twice.
+
+    >>> model = RememberingLanguageModel(as_language_model(lambda prompt: prompt.upper()))
+    >>> model.complete("a"), model.complete("a")
+    ('A', 'A')
+    """
+
+    def __init__(self, model: LanguageModel) -> None:
+        self._model = model
+        self._answers: dict[str, str] = {}
+        self.name = model.name
+
+    @override
+    def complete(self, prompt: str) -> str:
+        if prompt not in self._answers:
+            self._answers[prompt] = complete_sync(self._model, prompt)
+        return self._answers[prompt]
+
+    @override
+    async def acomplete(self, prompt: str) -> str:
+        if prompt not in self._answers:
+            self._answers[prompt] = await self._model.acomplete(prompt)
+        return self._answers[prompt]
+
+
 def as_language_model(
     model: LanguageModel | Callable[[str], str] | Callable[[str], Awaitable[str]], *, name: str | None = None
 ) -> LanguageModel:

@@ -70,10 +70,11 @@ class PathParams:
             raise ValueError(f"top_k must be an int >= 0, got {self.top_k!r}")
         if self.paths_per_pair is not None and not (_is_int(self.paths_per_pair) and self.paths_per_pair >= 1):
             raise ValueError(f"paths_per_pair must be a positive int or None, got {self.paths_per_pair!r}")
-        # stored as float and bool whatever number was given, so that equal settings compare equal
+        if not isinstance(self.directed, bool):  # "false" would be true
+            raise ValueError(f"directed must be True or False, got {self.directed!r}")
+        # stored as floats whatever number was given, so that equal settings compare equal
         object.__setattr__(self, "alpha", float(self.alpha))
         object.__setattr__(self, "theta", float(self.theta))
-        object.__setattr__(self, "directed", bool(self.directed))
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

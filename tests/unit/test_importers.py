@@ -451,3 +451,15 @@ def test_reused_vectors_given_to_add_records_are_kept_not_re_embedded(tmp_path: 
     assert index.entity_index.query("anything", 1)[0].id == entity_vector_id("ALICE")
     hit = index.entity_index.query("x", 1)[0]
     assert hit.score == pytest.approx(float(np.dot(embedder.embed(["x"])[0], given)))
+
+
+def test_add_records_again_with_new_passages_is_a_change() -> None:
+    from pathrag import Entity, VectorItem
+
+    index = PathRAGIndex(embedder=HashingEmbedder(32))
+    alice = Entity(name="ALICE", source_ids=("p1",))
+    index.add_records("a", [alice], [], vector_items={"chunks": [VectorItem("p1", "old passage text")]})
+    again = index.add_records("a", [alice], [], vector_items={"chunks": [VectorItem("p1", "new passage text")]})
+    assert again.unchanged == 0 and index.chunk_index.get("p1").text == "new passage text"
+    same = index.add_records("a", [alice], [], vector_items={"chunks": [VectorItem("p1", "new passage text")]})
+    assert same.unchanged == 1

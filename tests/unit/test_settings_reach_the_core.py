@@ -44,6 +44,8 @@ def test_every_setting_has_a_changed_value_and_one_place_holds_the_defaults() ->
     assert set(PathParams.names()) < set(RetrievalParams.names())  # the path search's settings, extended
     with pytest.raises(ValueError, match="theta"):
         RetrievalParams(theta=-1)
+    with pytest.raises(ValueError, match="directed must be True or False"):
+        RetrievalParams(directed="false")
 
 
 @pytest.fixture

@@ -254,3 +254,31 @@ def test_threads_writing_one_in_memory_index_take_turns(tmp_path: Path) -> None:
         t.join()
     assert errors == [] and index.check() == []
     assert len(index.documents) == 45 and len(index.entity_index) == 45 and len(index.graph) == 45
+
+
+def test_an_in_memory_read_run_again_after_a_commit_asks_the_keyword_model_once() -> None:
+    import threading
+
+    from pathrag import Entity
+
+    index = PathRAGIndex(embedder=HashingEmbedder(64))
+    index.add_records("a", [Entity(name="A")], [])
+    calls = []
+
+    def keywords(prompt: str) -> str:  # a commit lands while the model is being asked
+        calls.append(prompt)
+        writer = threading.Thread(target=index.add_records, args=(f"b{len(calls)}", [Entity(name="B")], []))
+        writer.start()
+        writer.join()
+        return '{"high_level_keywords": [], "low_level_keywords": ["A"]}'
+
+    index.llm = pathrag_model(keywords)
+    result = index.retrieve("Where is A?")
+    assert len(calls) == 1 and result.seeds  # read again on the new state, the answer remembered
+    assert len(index.documents) == 2
+
+
+def pathrag_model(func):
+    from pathrag import as_language_model
+
+    return as_language_model(func)
