@@ -221,3 +221,11 @@ async def test_keyword_model_failure_is_not_a_dead_end(llm):
     retriever = indexer().as_retriever(context="paths", llm=llm, k=3)
     assert retriever.invoke(QUESTION) == expected and len(expected) == 3
     assert await retriever.ainvoke(QUESTION) == expected
+
+
+def test_params_as_a_dict_with_settings_by_name():
+    graph, store = small_graph()
+    retriever = PathRAGRetriever(graph_store=graph, entity_index=store, params={"top_k": 3}, num_seeds=2)
+    assert (retriever.params.top_k, retriever.params.num_seeds) == (3, 2)
+    with pytest.raises(ValidationError, match="top_k must be an int"):
+        PathRAGRetriever(graph_store=graph, entity_index=store, params={"top_k": "3"}, num_seeds=2)
