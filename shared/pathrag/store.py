@@ -177,7 +177,6 @@ class SQLiteStore:
         self._readers: list[sqlite3.Connection] = []  # one per thread (see _r)
         self._local = threading.local()
         self._idle: list[sqlite3.Connection] = []  # snapshot connections free for the next snapshot
-        self._idle_generation: list[sqlite3.Connection] | None = None
         self._wlock = threading.RLock()
         self._rlock = threading.Lock()  # guards the list of readers only
         self._depth = 0
@@ -264,7 +263,7 @@ class SQLiteStore:
             yield
             return
         with self._rlock:
-            conn = self._idle.pop() if self._idle and self._idle_generation is self._readers else None
+            conn = self._idle.pop() if self._idle else None
         if conn is None:
             conn = self._reader()
         generation = self._readers
@@ -282,9 +281,7 @@ class SQLiteStore:
                 pass
             else:
                 with self._rlock:
-                    if generation is self._readers:
-                        if self._idle_generation is not generation:
-                            self._idle, self._idle_generation = [], generation
+                    if generation is self._readers:  # not closed meanwhile
                         self._idle.append(conn)
 
     def _connect(self) -> sqlite3.Connection:
@@ -451,6 +448,7 @@ class SQLiteStore:
                     conn.close()
             self._writer = None
             self._readers = []  # threads notice the new list and open a fresh reader
+            self._idle = []
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
