@@ -36,6 +36,7 @@ from .readers import read_documents
 from .rendering import (
     approximate_tokens,
     as_json,
+    holdings,
     print_paths,
     print_question,
     report,
@@ -234,10 +235,7 @@ def index(
             ("LLM calls", summary.llm_calls),
             ("LLM cache hits", summary.cache_hits),
             ("tokens (prompt + completion)", f"{summary.tokens:,}{token_note()}"),
-            (
-                "store now holds",
-                f"{stats['documents']:,} documents, {stats['entities']:,} entities, {stats['relations']:,} relations",
-            ),
+            holdings(stats),
         ],
     )
     for failure in summary.failures:
@@ -369,10 +367,7 @@ def delete(
             ("entities updated", summary.entities_updated),
             ("relations removed", summary.relations_removed),
             ("relations updated", summary.relations_updated),
-            (
-                "store now holds",
-                f"{stats['documents']:,} documents, {stats['entities']:,} entities, {stats['relations']:,} relations",
-            ),
+            holdings(stats),
         ],
     )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -56,6 +56,14 @@ def report(title: str, rows: Sequence[tuple[str, Any]]) -> None:
     typer.echo(title)
     for key, value in rows:
         typer.echo(f"  {key:<{width}}  {f'{value:,}' if isinstance(value, int) else value}")
+
+
+def holdings(stats: Mapping[str, int]) -> tuple[str, str]:
+    """The report row saying what a store holds after a write (``stats`` from ``PathRAGIndex.stats()``)."""
+    return (
+        "store now holds",
+        f"{stats['documents']:,} documents, {stats['entities']:,} entities, {stats['relations']:,} relations",
+    )
 
 
 def arrow(nodes: Sequence[str]) -> str:
