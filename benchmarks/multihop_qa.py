@@ -11,17 +11,26 @@ model instead (one chunk per passage; costly: two LLM calls per passage).
 Methods, on the same graph, embedder and seeds (no LLM at query time: the question is the keyword):
 
 * ``dense``: the passages nearest the question.
+* ``facts``: the relations nearest the question, one statement per line (HippoRAG 2's fact retrieval
+  without its LLM filter).
+* ``ppr``: HippoRAG-2-style personalized PageRank: phrase (entity) nodes joined by their relations and
+  by synonym edges (entity vectors at cosine >= 0.8), passage nodes joined to the entities extracted from
+  them; restart weights from the 5 best facts' entities (each fact's similarity, divided by how many
+  passages the entity appears in) and from every passage's dense similarity (min-max scaled, x 0.05);
+  damping 0.5; passages by PageRank.
 * ``lightrag-local``: the seed entities, their relations, and the passages they come from (a third of
   the budget each, LightRAG's split; unused room goes to passages).
 * ``lightrag-hybrid``: half local, half the relations nearest the question with their passages.
-* ``paths``: the paper's paths-only context (``context="paths"``).
+* ``paper``: the paper's paths-only context (``context="paths"``).
+* ``paths-alone``: the default retrieval's path items only, best first.
 * ``default``: the project's default (``index.retrieve`` + ``result_context``).
 
 For each method and token budget: **answer in context** (the answer or an alias, normalised, occurs in
 the context after the question line), **gold recall** (share of the question's supporting paragraphs
-whose text is in the context), mean context tokens, and p50/p95 retrieval latency (query embeddings are
-computed before timing). With ``--model provider:name`` (LangChain ``init_chat_model``) each context is
-also answered and scored by exact match and token F1.
+whose text is in the context), **with path** (share of questions whose context shows a path), mean
+context tokens, and p50/p95 retrieval latency (query embeddings are computed before timing). With
+``--model provider:name`` (LangChain ``init_chat_model``) each context is also answered and scored by
+exact match and token F1.
 
 Run (from the repository root)::
 
@@ -53,13 +62,13 @@ import numpy as np
 from tqdm import tqdm
 
 from pathrag import Document, HashingEmbedder, PathRAGIndex, RetrievedItem, VectorHit
-from pathrag.context import build_evidence_context, result_context
+from pathrag.context import PathContext, build_evidence_context, items_context, result_context
 from pathrag.importers import import_openie
 from pathrag.retrieval import pick_seeds
 from pathrag.tokens import count_tokens
 
-BUDGETS = (600, 1200, 2400)
-METHODS = ("dense", "lightrag-local", "lightrag-hybrid", "paths", "default")
+BUDGETS = (300, 600, 1200, 2400)
+METHODS = ("dense", "facts", "ppr", "lightrag-local", "lightrag-hybrid", "paper", "paths-alone", "default")
 
 
 # -- data -------------------------------------------------------------------------------------------
@@ -183,7 +192,7 @@ def token_f1(question: Question, answer: str) -> float:
 
 # -- methods ----------------------------------------------------------------------------------------
 
-Context = Callable[[int], str]  # budget -> context text
+Context = Callable[[int], "str | PathContext"]  # budget -> context (a PathContext tells which items it shows)
 
 
 def _passage_items(index: PathRAGIndex, hits: Sequence[VectorHit]) -> list[RetrievedItem]:
@@ -221,6 +230,7 @@ class Methods:
     def __init__(self, index: PathRAGIndex, num_seeds: int = 40, candidates: int = 100) -> None:
         self.index, self.num_seeds, self.candidates = index, num_seeds, candidates
         self.graph = index.graph
+        self._ppr: PageRankPassages | None = None
 
     def dense(self, question: str) -> Context:
         items = _passage_items(self.index, self.index.chunk_index.query(question, self.candidates))
@@ -278,13 +288,111 @@ class Methods:
             budget,
         )
 
-    def paths(self, question: str) -> Context:
+    def facts(self, question: str) -> Context:
+        hits = self.index.relation_index.query(question, self.candidates * 3)
+        pairs = [(h.metadata["source"], h.metadata["target"]) for h in hits]
+        found = self.graph.get_relations(pairs)
+        statements = [found[p].description for p in pairs if p in found and found[p].description]
+        return lambda budget: _sections(question, [("Facts", statements, budget)], budget)
+
+    def ppr(self, question: str) -> Context:
+        ranker = self._ppr or PageRankPassages(self.index)
+        self._ppr = ranker
+        items = ranker.passages(question, self.candidates)
+        return lambda budget: build_evidence_context(question, items, max_tokens=budget)
+
+    def paper(self, question: str) -> Context:
         result = self.index.retrieve(question, keyword_llm=False, context="paths")
-        return lambda budget: result_context(result, max_tokens=budget).text
+        return lambda budget: result_context(result, max_tokens=budget)
+
+    def paths_alone(self, question: str) -> Context:
+        result = self.index.retrieve(question, keyword_llm=False)
+        return lambda budget: items_context(question, result.paths, max_tokens=budget)
 
     def default(self, question: str) -> Context:
         result = self.index.retrieve(question, keyword_llm=False)
-        return lambda budget: result_context(result, max_tokens=budget).text
+        return lambda budget: result_context(result, max_tokens=budget)
+
+
+class PageRankPassages:
+    """HippoRAG-2-style personalized PageRank over entity and passage nodes (see the module docstring)."""
+
+    SYNONYM_SIMILARITY = 0.8
+    SYNONYM_NEIGHBOURS = 100
+    FACTS = 5
+    PASSAGE_WEIGHT = 0.05
+    DAMPING = 0.5
+    ITERATIONS = 60
+
+    def __init__(self, index: PathRAGIndex) -> None:
+        self.index = index
+        graph: Any = index.graph
+        nx_graph = graph.graph  # the in-memory store's networkx graph
+        names = list(nx_graph.nodes)
+        self.position = {name: i for i, name in enumerate(names)}
+        chunk_rows = index.chunk_index.rows()  # type: ignore[attr-defined]
+        self.chunk_ids = [row[0] for row in chunk_rows]
+        self.chunk_position = {cid: len(names) + i for i, cid in enumerate(self.chunk_ids)}
+        self.size = len(names) + len(self.chunk_ids)
+        sources: list[int] = []
+        targets: list[int] = []
+        weights: list[float] = []
+
+        def join(a: int, b: int, weight: float = 1.0) -> None:
+            sources.extend((a, b))
+            targets.extend((b, a))
+            weights.extend((weight, weight))
+
+        passages_of: dict[str, set[str]] = {n: set(d.get("source_ids") or ()) for n, d in nx_graph.nodes(data=True)}
+        for u, v, data in nx_graph.edges(data=True):
+            join(self.position[u], self.position[v])
+            for cid in data.get("source_ids") or ():
+                passages_of[u].add(cid)
+                passages_of[v].add(cid)
+        for name, cids in passages_of.items():
+            for cid in cids & self.chunk_position.keys():
+                join(self.position[name], self.chunk_position[cid])
+        self.passages_of = passages_of
+        # synonym edges: entity pairs whose vectors are close
+        rows = [row for row in index.entity_index.rows() if row[2].get("name") in self.position]  # type: ignore[attr-defined]
+        matrix = np.stack([np.frombuffer(row[3], dtype="<f4") for row in rows])
+        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        row_nodes = [self.position[row[2]["name"]] for row in rows]
+        top = min(self.SYNONYM_NEIGHBOURS, len(rows) - 1)
+        for start in range(0, len(rows), 2000):
+            block = matrix[start : start + 2000] @ matrix.T
+            for offset, similarities in enumerate(block):
+                i = start + offset
+                for j in np.argpartition(-similarities, top)[:top] if top > 0 else ():
+                    if j > i and similarities[j] >= self.SYNONYM_SIMILARITY:
+                        join(row_nodes[i], row_nodes[j], float(similarities[j]))
+        self.sources, self.targets = np.array(sources), np.array(targets)
+        out = np.bincount(self.sources, weights=np.array(weights), minlength=self.size)
+        self.weights = np.array(weights) / out[self.sources]
+
+    def passages(self, question: str, limit: int) -> list[RetrievedItem]:
+        reset = np.zeros(self.size)
+        for hit in self.index.relation_index.query(question, self.FACTS):
+            for name in (hit.metadata["source"], hit.metadata["target"]):
+                if name in self.position:
+                    reset[self.position[name]] += hit.score / max(len(self.passages_of.get(name, ())), 1)
+        hits = self.index.chunk_index.query(question, len(self.chunk_ids))
+        scores = np.array([h.score for h in hits])
+        low, high = float(scores.min()), float(scores.max())
+        for hit in hits:
+            reset[self.chunk_position[hit.id]] += self.PASSAGE_WEIGHT * (hit.score - low) / (high - low or 1.0)
+        reset /= reset.sum()
+        rank = reset.copy()
+        for _ in range(self.ITERATIONS):
+            spread = np.bincount(self.targets, weights=rank[self.sources] * self.weights, minlength=self.size)
+            rank = (1 - self.DAMPING) * reset + self.DAMPING * spread
+        best = sorted(self.chunk_ids, key=lambda cid: -rank[self.chunk_position[cid]])[:limit]
+        texts = {cid: getattr(self.index.chunk_index.get(cid), "text", "") for cid in best}  # type: ignore[attr-defined]
+        return [
+            RetrievedItem("passage", cid, texts[cid], float(rank[self.chunk_position[cid]]), (), (cid,))
+            for cid in best
+            if texts[cid]
+        ]
 
 
 # -- run --------------------------------------------------------------------------------------------
@@ -294,6 +402,7 @@ class Methods:
 class Score:
     hits: int = 0
     gold: float = 0.0
+    with_path: int = 0
     tokens: int = 0
     em: int = 0
     f1: float = 0.0
@@ -362,9 +471,11 @@ def run(
             started = time.perf_counter()
             context = getattr(table, method.replace("-", "_"))(question.text)
             elapsed = time.perf_counter() - started  # retrieval only; laying out the text is not timed
-            texts = {b: context(b) for b in budgets}
-            for budget, text in texts.items():
+            laid_out = {b: context(b) for b in budgets}
+            for budget, shown in laid_out.items():
                 score = scores[method, budget]
+                text = shown if isinstance(shown, str) else shown.text
+                score.with_path += not isinstance(shown, str) and bool(shown.paths)
                 body = text.split("\n", 1)[1] if "\n" in text else ""  # the question line is not evidence
                 score.hits += answer_in(question, body)
                 score.gold += sum(g.split("\n", 1)[1] in body for g in question.gold) / max(len(question.gold), 1)
@@ -384,6 +495,7 @@ def run(
             "budget": budget,
             "answer_in_context": s.hits / n,
             "gold_recall": s.gold / n,
+            "with_path": s.with_path / n,
             "tokens": s.tokens / n,
             "p50_ms": 1000 * statistics.median(lat),
             "p95_ms": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))],
@@ -412,7 +524,7 @@ def _chat_model(spec: str) -> Callable[[str], str]:
 def format_table(report: dict[str, Any]) -> str:
     rows = report["rows"]
     extra = "em" in rows[0] if rows else False
-    head = "| method | budget | answer in context | gold recall | tokens | p50 ms | p95 ms |" + (
+    head = "| method | budget | answer in context | gold recall | with path | tokens | p50 ms | p95 ms |" + (
         " EM | F1 |" if extra else ""
     )
     lines = [
@@ -424,7 +536,7 @@ def format_table(report: dict[str, Any]) -> str:
     for r in rows:
         line = (
             f"| {r['method']} | {r['budget']} | {100 * r['answer_in_context']:.1f} % | {100 * r['gold_recall']:.1f} % "
-            f"| {r['tokens']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} |"
+            f"| {100 * r['with_path']:.0f} % | {r['tokens']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} |"
         )
         if extra:
             line += f" {100 * r['em']:.1f} | {100 * r['f1']:.1f} |"

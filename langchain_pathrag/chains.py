@@ -101,7 +101,7 @@ def format_context(
     >>> print(format_context("Who met B?", [doc]).text)
     Question: Who met B?
     <BLANKLINE>
-    Source passages, least to most relevant:
+    Passages, least to most relevant:
     <BLANKLINE>
     Passage 1:
     A met B.

@@ -1,19 +1,28 @@
 """From retrieved evidence to text: how a path reads, and how evidence is laid out for the answering model.
 
-A path is written as a walk: each entity (name, type, description), and between two entities the
-relation joining them, always written in its recorded direction (``SOURCE -> TARGET``) even when the
-walk goes against it. Every context puts the query first and the evidence in *ascending* order, so the
-most reliable item sits last, next to where the model starts writing (PathRAG, Sec. 3.3).
+Two ways to write a path:
 
-:func:`result_context` is the one builder every entry point uses (CLI, LangChain chain, LlamaIndex
-query engine). Two layouts:
+* :func:`render_path` (the paper's layout, ``context="paths"``): a walk, each entity with its type and
+  description, and between two entities the relation joining them in its recorded direction
+  (``SOURCE -> TARGET``) even when the walk goes against it.
+* :func:`render_chain` (the evidence context): one line of relation statements, hop by hop
+  (``A —keywords→ B ←keywords— C``, each arrow in its relation's recorded direction, at most three
+  keywords), then the first sentence of each relation description that adds a word the line lacks. An
+  OpenIE triple or a keyword label says it all, so a 2-hop path costs tens of tokens; entity
+  descriptions and the rest of merged descriptions are left to the passages.
+
+Every context puts the query first and the evidence in *ascending* order, so the most reliable item sits
+last, next to where the model starts writing (PathRAG, Sec. 3.3).
+
+:func:`result_context` is the one builder every entry point uses (CLI, LangChain, LlamaIndex). Two layouts:
 
 * ``"paths"`` (the paper): the key paths only, least to most reliable (:func:`build_context`).
 * ``"evidence"`` (the default): source passages, least to most relevant, then the paths and entity
-  fill, least to most reliable. With no budget everything is shown. Within a budget, paths that bring
-  a fact from a passage the context would not hold may take up to ``path_share`` of it (a path whose
-  every source is among the passages only repeats them); the passages get the rest; paths and fill
-  take what room is left. Without passages it is the paths layout.
+  fill, least to most reliable (:func:`build_evidence_context`). Within a budget, items are taken in
+  this order while they fit: the best path; the passages, best first; the paths that bring a fact from
+  a passage not shown, best first; the other paths; the entity fill. Passages carry the most answers per
+  token on multi-hop questions (``benchmarks/multihop_qa.py``), so the paths fill the room they leave,
+  and the best path is always shown.
 
 >>> from pathrag import Entity, Relation, ScoredPath
 >>> path = ScoredPath(nodes=("ALICE", "BOB"), score=0.9)
@@ -22,34 +31,32 @@ query engine). Two layouts:
 ALICE (person)
   relation BOB -> ALICE: Bob hired Alice.
 BOB
+>>> print(render_chain(["ALICE", "BOB"], [Relation(source="BOB", target="ALICE", keywords=["hired"])]))
+ALICE ←hired— BOB
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
+import enum
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
 from .graph import GraphStore
 from .models import Entity, Relation, RetrievalResult, RetrievedItem, ScoredPath
-from .prompts import ANSWER_INSTRUCTIONS, CONTEXT_TEMPLATE, EVIDENCE_INSTRUCTIONS, EVIDENCE_TEMPLATE
+from .params import DEFAULT_CONTEXT_TOKENS, check_max_tokens
+from .prompts import (
+    ANSWER_INSTRUCTIONS,
+    CONTEXT_TEMPLATE,
+    EVIDENCE_INSTRUCTIONS,
+    EVIDENCE_TEMPLATE,
+    PASSAGE_INSTRUCTIONS,
+)
 from .tokens import TokenCounter, count_tokens
-
-#: The share of a budget that paths may take ahead of passages. None by default: on real multi-hop
-#: questions (benchmarks/multihop_qa.py) every token given to paths instead of the next passage lost
-#: answers (answer in context at 600 / 1,200 / 2,400 tokens: share 0 → 62 / 78 / 86 %, 0.05 → 56 / 76 / 86 %,
-#: 0.1 → 58 / 72 / 84 %), so under a budget paths fill the room the passages leave.
-PATH_SHARE = 0.0
-
-#: The context budget the entry points use unless told otherwise (``None`` means no limit): 4,000 tokens,
-#: the chunk budget LightRAG and the PathRAG reference code default to, and a small part of any current
-#: model's window. Without a limit, a retrieval's 100 passages could fill tens of thousands of tokens.
-DEFAULT_CONTEXT_TOKENS = 4000
 
 __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
-    "PATH_SHARE",
     "PathContext",
     "answer_prompt",
     "result_context",
@@ -60,9 +67,20 @@ __all__ = [
     "items_context",
     "build_path_texts",
     "format_path_blocks",
+    "instructions_for",
+    "render_chain",
     "render_entity",
     "render_path",
 ]
+
+
+class _Unset(enum.Enum):
+    """``result_context``'s "no budget given": the retrieval's own budget applies."""
+
+    BUDGET = 0
+
+
+_RETRIEVAL_BUDGET = _Unset.BUDGET
 
 
 def render_entity(name: str, entity: Entity | None) -> str:
@@ -114,6 +132,54 @@ def render_path(path: ScoredPath, entities: Mapping[str, Entity], relations: Map
         lines.append(_relation_line(a, b, relation))
         lines.append(render_entity(b, entities.get(b)))
     return "\n".join(lines)
+
+
+_WORD = re.compile(r"\w+")
+
+
+#: At most this many of a relation's keywords label its arrow: merged relations collect many.
+MAX_LABEL_KEYWORDS = 3
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def _hop(walked_from: str, relation: Relation | None) -> str:
+    """The arrow of one hop, labelled with the relation's keywords, pointing as the relation was recorded."""
+    if relation is None:
+        return " — "
+    label = ", ".join(relation.keywords[:MAX_LABEL_KEYWORDS]) or "related to"
+    return f" —{label}→ " if relation.source == walked_from else f" ←{label}— "
+
+
+def _note(relation: Relation) -> str | None:
+    """The description's first sentence, when it holds a word that neither end's name nor the label holds
+    (a merged description's first sentence states the relation; the passages hold the rest)."""
+    first = _SENTENCE_END.split(" ".join(relation.description.split()), maxsplit=1)[0]
+    label = " ".join(relation.keywords[:MAX_LABEL_KEYWORDS])
+    said = set(_WORD.findall(f"{relation.source} {relation.target} {label}".lower()))
+    return first if set(_WORD.findall(first.lower())) - said else None
+
+
+def render_chain(nodes: Sequence[str], relations: Sequence[Relation | None]) -> str:
+    """A path as one line of relation statements, then what the descriptions add (one line each).
+
+    ``relations[i]`` joins ``nodes[i]`` and ``nodes[i + 1]`` (``None``: unknown, written as a bare dash).
+
+    >>> r1 = Relation(source="MAIDEN JAPAN", target="IRON MAIDEN", keywords=["live album by"])
+    >>> r2 = Relation(source="IRON MAIDEN", target="LEYTON", keywords=["formed in"],
+    ...               description="Iron Maiden formed in Leyton in 1975.")
+    >>> print(render_chain(["MAIDEN JAPAN", "IRON MAIDEN", "LEYTON"], [r1, r2]))
+    MAIDEN JAPAN —live album by→ IRON MAIDEN —formed in→ LEYTON
+      Iron Maiden formed in Leyton in 1975.
+    """
+    if len(relations) != len(nodes) - 1:
+        raise ValueError(f"a path of {len(nodes)} nodes has {len(nodes) - 1} relations, got {len(relations)}")
+    line = str(nodes[0])
+    notes = []
+    for walked_from, relation, reached in zip(nodes, relations, nodes[1:], strict=False):
+        line += _hop(walked_from, relation) + str(reached)
+        if relation is not None and (note := _note(relation)):
+            notes.append(f"  {note}")
+    return "\n".join([line, *notes])
 
 
 def path_lookups(
@@ -213,8 +279,8 @@ def build_context(
 
 def _graph_block(number: int, item: RetrievedItem) -> str:
     if item.path is not None:
-        return _block(number, item.path, item.text)
-    return f"Entity {number} (on no path):\n{item.text}"
+        return f"Path {number}: {item.text}"
+    return f"Entity {number} (on no path): {item.text}"
 
 
 def _passage_block(number: int, item: RetrievedItem) -> str:
@@ -236,6 +302,17 @@ _PASSAGES_HEADER, _PATHS_HEADER = EVIDENCE_TEMPLATE.split("\n\n")[1], EVIDENCE_T
 _PASSAGES_ONLY_TEMPLATE = EVIDENCE_TEMPLATE[: EVIDENCE_TEMPLATE.index(f"\n\n{_PATHS_HEADER}")]
 
 
+def instructions_for(*, passages: bool, paths: bool) -> str:
+    """The answer instructions for a context showing passages, paths, or both (paths only when neither).
+
+    >>> instructions_for(passages=True, paths=False).startswith("Answer the question above using only the passages.")
+    True
+    """
+    if passages:
+        return EVIDENCE_INSTRUCTIONS if paths else PASSAGE_INSTRUCTIONS
+    return ANSWER_INSTRUCTIONS
+
+
 def context_blocks(context: PathContext) -> list[tuple[str, str]]:
     """The context's evidence as one block per item, in display order, for frameworks that keep one
     node per item: ``(head, body)`` with ``body`` the item's own text, and
@@ -253,82 +330,82 @@ def context_blocks(context: PathContext) -> list[tuple[str, str]]:
     return blocks + graph_blocks
 
 
+def _evidence_order(
+    passages: Sequence[RetrievedItem], graph: Sequence[RetrievedItem], take: Callable[[RetrievedItem], bool]
+) -> list[RetrievedItem]:
+    """The items ``take`` accepts, offered in the evidence layout's order (see the module docstring):
+    the best path, the passages, the paths bringing a fact from a passage not taken, the other paths,
+    the entity fill. Everything is best first; ``take`` says whether an item fits and keeps it."""
+    paths = [item for item in graph if item.path is not None]
+    fill = [item for item in graph if item.path is None]
+    chosen = [item for item in paths[:1] if take(item)]
+    chosen += [item for item in passages if take(item)]
+    shown = {item.id for item in chosen if item.kind == "passage"}
+    news = [item for item in paths[1:] if not (item.source_ids and set(item.source_ids) <= shown)]
+    repeats = [item for item in paths[1:] if item not in news]
+    return chosen + [item for item in (*news, *repeats, *fill) if take(item)]
+
+
 def build_evidence_context(
     query: str,
     items: Sequence[RetrievedItem],
     *,
     max_tokens: int | None = None,
     token_counter: TokenCounter | None = None,
-    path_share: float = PATH_SHARE,
+    max_items: int | None = None,
 ) -> PathContext:
     """Lay out the query, then passages (least to most relevant), then paths and fill (least to most
-    reliable), within ``max_tokens``; see the module docstring for how the budget is shared.
+    reliable), within ``max_tokens`` and at most ``max_items`` items; see the module docstring for the
+    order in which items are taken.
 
     >>> from pathrag import RetrievedItem, ScoredPath
-    >>> path = RetrievedItem("path", "p1", "A -> B", 1.2, ("A", "B"), ("c1", "c3"),
+    >>> path = RetrievedItem("path", "p1", "A —owns→ B", 1.2, ("A", "B"), ("c1", "c3"),
     ...                      ScoredPath(nodes=("A", "B"), score=1.2))
     >>> best = RetrievedItem("passage", "c2", "B was founded by C.", 0.9, (), ("c2",))
     >>> other = RetrievedItem("passage", "c1", "A met B.", 0.5, (), ("c1",))
     >>> ctx = build_evidence_context("Who founded B?", [path, best, other], token_counter=len)
     >>> [item.id for item in ctx.items]
     ['c1', 'c2', 'p1']
+    >>> [item.id for item in build_evidence_context("Who founded B?", [path, best, other], max_items=2).items]
+    ['c2', 'p1']
     """
-    if max_tokens is not None and max_tokens < 0:
-        raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
-    if not 0 <= path_share <= 1:
-        raise ValueError(f"path_share must be in [0, 1], got {path_share}")
+    max_tokens = check_max_tokens(max_tokens)
+    if max_items is not None and not (isinstance(max_items, int) and not isinstance(max_items, bool) and max_items >= 1):
+        raise ValueError(f"max_items must be None or an int >= 1, got {max_items!r}")
     passages = sorted((i for i in items if i.kind == "passage"), key=lambda i: -i.score)
     graph = sorted((i for i in items if i.kind != "passage"), key=lambda i: (i.path is None, -i.score, i.hops, i.nodes))
     # the frame with both section headers: an upper bound of what surrounds the blocks
     header = count_tokens(
-        _evidence_text(query, [], [])
-        if not passages
-        else EVIDENCE_TEMPLATE.format(question=query, passages="", paths=""),
+        _evidence_text(query, [], []) if not passages else EVIDENCE_TEMPLATE.format(question=query, passages="", paths=""),
         token_counter,
     )
+    room = None if max_tokens is None else max_tokens - header
+    slots = max_items
 
-    def cost(item: RetrievedItem) -> int:
-        block = _passage_block(len(items), item) if item.kind == "passage" else _graph_block(len(items), item)
-        return count_tokens("\n\n" + block, token_counter)
+    def take(item: RetrievedItem) -> bool:
+        nonlocal room, slots
+        if slots is not None and slots <= 0:
+            return False
+        if room is not None:
+            block = _passage_block(len(items), item) if item.kind == "passage" else _graph_block(len(items), item)
+            cost = count_tokens("\n\n" + block, token_counter)  # numbered as the last: the widest number
+            if cost > room:
+                return False
+            room -= cost
+        if slots is not None:
+            slots -= 1
+        return True
 
-    def pack(
-        candidates: Sequence[RetrievedItem], room: float, held: AbstractSet[str] = frozenset()
-    ) -> tuple[list[RetrievedItem], int]:
-        """Best first, what fits in ``room``; with ``held``, graph items whose every source it holds are
-        skipped (they repeat what the passages already say)."""
-        kept, spent = [], 0
-        for item in candidates:
-            if held and item.source_ids and set(item.source_ids) <= held:
-                continue
-            spend = cost(item)
-            if spent + spend <= room:
-                kept.append(item)
-                spent += spend
-        return kept, spent
-
-    def sources(chosen: Sequence[RetrievedItem]) -> set[str]:
-        return {cid for item in chosen for cid in item.source_ids}
-
-    if max_tokens is None:
-        chosen = [*passages, *graph]
-    else:
-        room = max_tokens - header
-        # the paths that bring facts the passages filling the whole budget would not, within their share;
-        # then the passages in what is left; then any graph item that still fits (room nothing else takes)
-        paths, spent = pack(graph, max_tokens * path_share if passages else room, sources(pack(passages, room)[0]))
-        kept, used = pack(passages, room - spent)
-        taken = {item.id for item in paths}
-        rest = [item for item in graph if item.id not in taken]
-        chosen = [*kept, *paths, *pack(rest, room - spent - used)[0]]
-    chosen_ids = {item.id for item in chosen}
-    shown_passages = [i for i in reversed(passages) if i.id in chosen_ids]  # most relevant last, ties too
-    shown_graph = [i for i in reversed(graph) if i.id in chosen_ids]
+    chosen = _evidence_order(passages, graph, take)
     while True:  # joining can tokenize differently from the parts: check the whole once more
+        chosen_ids = {item.id for item in chosen}
+        shown_passages = [i for i in reversed(passages) if i.id in chosen_ids]  # most relevant last, ties too
+        shown_graph = [i for i in reversed(graph) if i.id in chosen_ids]
         text = _evidence_text(query, shown_passages, shown_graph)
         tokens = count_tokens(text, token_counter)
-        if max_tokens is None or tokens <= max_tokens or not (shown_passages or shown_graph):
+        if max_tokens is None or tokens <= max_tokens or not chosen:
             break
-        (shown_passages if shown_passages else shown_graph).pop(0)
+        chosen.pop()  # the item taken last matters least
     shown = (*shown_passages, *shown_graph)
     return PathContext(
         text=text,
@@ -336,7 +413,7 @@ def build_evidence_context(
         tokens=tokens,
         dropped=len(items) - len(shown),
         items=shown,
-        instructions=EVIDENCE_INSTRUCTIONS if shown_passages else ANSWER_INSTRUCTIONS,
+        instructions=instructions_for(passages=bool(shown_passages), paths=bool(shown_graph)),
     )
 
 
@@ -347,15 +424,18 @@ def items_context(
     *,
     max_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
     token_counter: TokenCounter | None = None,
-    path_share: float = PATH_SHARE,
+    max_items: int | None = None,
 ) -> PathContext:
     """Lay out retrieved ``items`` for ``query`` in ``layout`` (``"paths"``: the paper's, paths only,
     :func:`build_context`; ``"evidence"``: passages, then paths and entity fill,
-    :func:`build_evidence_context`), within ``max_tokens``. The adapters call this with the items their
-    documents or nodes carry, so every entry point shows the model the same text.
+    :func:`build_evidence_context`), within ``max_tokens`` and ``max_items``. The adapters call this with
+    the items their documents or nodes carry, so every entry point shows the model the same text.
     """
     if layout == "paths":
         paths = [item for item in items if item.path is not None]
+        paths.sort(key=lambda item: -item.score)
+        if max_items is not None:
+            paths = paths[:max_items]
         built = build_context(
             query,
             [item.path for item in paths if item.path is not None],  # all of them
@@ -368,35 +448,36 @@ def items_context(
             built.text,
             built.paths,
             built.tokens,
-            built.dropped,
+            len(items) - len(built.paths),
             tuple(by_path[p] for p in built.paths),
             ANSWER_INSTRUCTIONS,
         )
     if layout != "evidence":
         raise ValueError(f"layout must be 'evidence' or 'paths', got {layout!r}")
     return build_evidence_context(
-        query, items, max_tokens=max_tokens, token_counter=token_counter, path_share=path_share
+        query, items, max_tokens=max_tokens, token_counter=token_counter, max_items=max_items
     )
 
 
 def result_context(
     result: RetrievalResult,
     *,
-    max_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
+    max_tokens: int | None | _Unset = _RETRIEVAL_BUDGET,
     token_counter: TokenCounter | None = None,
-    path_share: float = PATH_SHARE,
+    max_items: int | None = None,
 ) -> PathContext:
     """The context of a retrieval, in the layout it was retrieved for (``result.context``), within
-    ``max_tokens`` (default :data:`DEFAULT_CONTEXT_TOKENS`, ``None`` for no limit): the text the
-    answering model sees between the question and the instructions.
+    ``max_tokens`` (default: the retrieval's own budget, ``result.max_tokens``, itself
+    :data:`DEFAULT_CONTEXT_TOKENS` unless the retrieval was told otherwise; ``None`` for no limit) and at
+    most ``max_items`` items: the text the answering model sees between the question and the instructions.
     """
     return items_context(
         result.query,
         result.items,
         result.context,
-        max_tokens=max_tokens,
+        max_tokens=result.max_tokens if isinstance(max_tokens, _Unset) else max_tokens,
         token_counter=token_counter,
-        path_share=path_share,
+        max_items=max_items,
     )
 
 

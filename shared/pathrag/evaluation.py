@@ -578,6 +578,7 @@ def path_configuration(
             graph=index.graph,
             entity_index=index.entity_index,
             passage_index=index.chunk_index,
+            relation_index=index.relation_index,
             llm=options.keyword_llm,
             params=params,
         )

@@ -517,6 +517,7 @@ class PathRAGIndex:
                 graph=graph,
                 entity_index=indexes["entities"],
                 passage_index=indexes["chunks"],
+                relation_index=indexes["relations"],
                 llm=llm,
                 **params,
             )
@@ -531,6 +532,7 @@ class PathRAGIndex:
                 graph=graph,
                 entity_index=indexes["entities"],
                 passage_index=indexes["chunks"],
+                relation_index=indexes["relations"],
                 llm=llm,
                 **params,
             )

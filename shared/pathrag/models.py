@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .params import DEFAULT_CONTEXT_TOKENS
+
 __all__ = ["Entity", "Keywords", "Relation", "RetrievalResult", "RetrievedItem", "ScoredPath"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -86,11 +88,13 @@ class Relation(BaseModel):
 
 
 class ScoredPath(BaseModel):
-    """A relational path between two seed entities, with its reliability score.
+    """A relational path with its score.
 
-    ``nodes`` runs from the seed whose propagation scored the path to the other seed;
-    ``resources`` holds each node's resource in that propagation, so that
-    ``score == sum(resources) / hops``. Nodes are entity names for a :class:`~pathrag.GraphStore`, and
+    A key path of the paper's search (:func:`~pathrag.find_key_paths`) runs between two seed entities,
+    from the seed whose propagation scored it to the other one; ``resources`` holds each node's resource
+    in that propagation, so that ``score == sum(resources) / hops``. A query-aware path of the evidence
+    context (:mod:`pathrag.query_paths`) is a chain of relations like the question, scored by the sum of
+    their weights, with no ``resources``. Nodes are entity names for a :class:`~pathrag.GraphStore`, and
     a networkx graph's own nodes (any hashable: ints, tuples...) for a graph passed to
     :func:`~pathrag.find_key_paths` directly.
     """
@@ -172,7 +176,8 @@ class RetrievalResult:
     """Everything a query produced: key paths best first, then entity fill, then passages best first.
 
     ``context`` is the layout it was retrieved for (``"evidence"`` or ``"paths"``, see
-    :mod:`pathrag.context`).
+    :mod:`pathrag.context`) and ``max_tokens`` the budget it was retrieved for (``None``: no limit), which
+    :func:`pathrag.context.result_context` applies unless told otherwise.
     """
 
     query: str
@@ -180,6 +185,7 @@ class RetrievalResult:
     seeds: list[str]
     items: list[RetrievedItem] = field(default_factory=list)
     context: str = "evidence"
+    max_tokens: int | None = DEFAULT_CONTEXT_TOKENS
 
     @property
     def paths(self) -> list[RetrievedItem]:

@@ -23,7 +23,16 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-__all__ = ["PathParams", "RetrievalParams"]
+__all__ = ["DEFAULT_CONTEXT_TOKENS", "MAX_TOKENS_LIMIT", "PathParams", "RetrievalParams", "check_max_tokens"]
+
+#: The context budget every entry point uses unless told otherwise: 4,000 tokens, the chunk budget
+#: LightRAG and the PathRAG reference code default to, and a small part of any current model's window.
+#: Without a limit, a retrieval's 100 passages could fill tens of thousands of tokens.
+DEFAULT_CONTEXT_TOKENS = 4000
+
+#: The largest budget accepted: ten million tokens is beyond any model's window, so a larger number is
+#: a mistake (a byte count, a missing unit), not a budget.
+MAX_TOKENS_LIMIT = 10_000_000
 
 P = TypeVar("P", bound="PathParams")
 
@@ -99,25 +108,47 @@ class RetrievalParams(PathParams):
     """A retrieval's settings: the path search's (:class:`PathParams`) and what a retrieval adds.
 
     ``context`` picks what is retrieved and how :func:`pathrag.context.result_context` lays it out:
-    ``"evidence"`` (default) adds up to ``num_passages`` candidate source passages, ranked with the flow
-    (see :mod:`pathrag.retrieval`), when a passage index is given; ``"paths"`` is the paper's paths-only
-    retrieval.
+    ``"evidence"`` (default) retrieves query-aware key paths, chains of the relations most like the
+    question, and up to ``num_passages`` candidate source passages ranked with the flow (see
+    :mod:`pathrag.retrieval`); ``"paths"`` is the paper's paths-only retrieval.
 
     Attributes:
         num_seeds: seed entities picked from the query's keywords (the paper's N=40; >= 0).
         context: ``"evidence"`` or ``"paths"``.
         num_passages: candidate passages for the evidence context (>= 0).
+        num_relations: candidate relations for the evidence context's key paths: the ones most similar
+            to the question (>= 0).
+        max_tokens: the context's token budget (``None``: no limit; otherwise 1 to
+            :data:`MAX_TOKENS_LIMIT`). Every entry point lays out what it shows within it.
     """
 
     num_seeds: int = 40
     context: Literal["evidence", "paths"] = "evidence"
     num_passages: int = 100
+    num_relations: int = 500
+    max_tokens: int | None = DEFAULT_CONTEXT_TOKENS
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.context not in ("evidence", "paths"):
             raise ValueError(f"context must be 'evidence' or 'paths', got {self.context!r}")
-        for name in ("num_seeds", "num_passages"):
+        for name in ("num_seeds", "num_passages", "num_relations"):
             value = getattr(self, name)
             if not (_is_int(value) and value >= 0):
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+        check_max_tokens(self.max_tokens)
+
+
+def check_max_tokens(value: Any) -> int | None:
+    """``value`` if it is a valid context budget (``None``, or an int from 1 to :data:`MAX_TOKENS_LIMIT`).
+
+    >>> check_max_tokens(600)
+    600
+    >>> check_max_tokens(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_tokens must be None or an int from 1 to 10,000,000, got 0
+    """
+    if value is None or (_is_int(value) and 1 <= value <= MAX_TOKENS_LIMIT):
+        return value
+    raise ValueError(f"max_tokens must be None or an int from 1 to {MAX_TOKENS_LIMIT:,}, got {value!r}")

@@ -33,6 +33,7 @@ __all__ = [
     "EVIDENCE_TEMPLATE",
     "ANSWER_INSTRUCTIONS",
     "EVIDENCE_INSTRUCTIONS",
+    "PASSAGE_INSTRUCTIONS",
     "ANSWER_TEMPLATE",
     "build_summary_prompt",
 ]
@@ -209,11 +210,11 @@ ANSWER_TEMPLATE = CONTEXT_TEMPLATE + "\n\n" + ANSWER_INSTRUCTIONS
 #: The default context: source passages, then the relational paths (most reliable last).
 EVIDENCE_TEMPLATE = """Question: {question}
 
-Source passages, least to most relevant:
+Passages, least to most relevant:
 
 {passages}
 
-Relational paths from the knowledge graph, least to most reliable:
+Relational paths, least to most reliable:
 
 {paths}"""
 
@@ -221,3 +222,8 @@ EVIDENCE_INSTRUCTIONS = """Answer the question above using only the passages and
 more relevant and later paths more reliable; prefer them when sources disagree. A question may need several facts \
 chained together: follow the entities from one passage or path to the next. If the evidence does not contain what the \
 question asks, say so rather than guessing."""
+
+#: The instructions when the context shows passages and no path (none was found, or none fitted).
+PASSAGE_INSTRUCTIONS = """Answer the question above using only the passages. Later passages are more relevant; prefer \
+them when they disagree. A question may need several facts chained together: follow the entities from one passage to \
+the next. If the passages do not contain what the question asks, say so rather than guessing."""

@@ -1,12 +1,19 @@
-"""Query time, one way through: query → keywords → seeds → key paths (+ source passages) → items.
+"""Query time, one way through: query → keywords → seeds → passages → key paths → items.
 
 * **Keywords.** With an LLM, :data:`~pathrag.prompts.KEYWORDS_PROMPT` splits the question into
   high-level (themes) and low-level (names) keywords. Without one, or when its answer is unusable,
   the query text itself is the keyword: retrieval never dead-ends on the model.
 * **Seeds.** Each low-level keyword (else each high-level one) asks the entity index for its nearest
-  entities; seeds are taken round-robin over those lists until ``num_seeds`` distinct ones.
-* **Paths** come from :func:`pathrag.find_key_paths`; each is rendered as text (:mod:`pathrag.context`)
-  with the union of its entities' and relations' source chunks.
+  entities; seeds are taken round-robin over those lists until ``num_seeds`` distinct ones. In the
+  evidence context the entities the question names come first (:mod:`pathrag.linking`, one batched
+  lookup, no model).
+* **Paths.** ``context="paths"`` (the paper): :func:`pathrag.find_key_paths` between the seeds, each
+  rendered as a walk (:func:`pathrag.context.render_path`). ``context="evidence"`` (the default): the
+  query-aware paths of :mod:`pathrag.query_paths`, chains of the ``num_relations`` relations most like
+  the question, weighted by the rank of the passage they were stated in, each one line of relation
+  statements (:func:`pathrag.context.render_chain`). Without a ``relation_index`` (or with
+  ``num_relations=0``) the evidence context's paths are the paper's, written as chains.
+  Each path carries the union of its entities' and relations' source chunks.
 * **Fill.** When fewer than ``top_k`` paths exist, the best-matching seeds not on any path are added as
   single entities, so a graph that knows something relevant never returns nothing.
 * **Passages** (``context="evidence"``, the default, when a ``passage_index`` is given). The
@@ -21,6 +28,10 @@
   ``num_passages`` are returned. This is what brings in the second hop of a multi-hop question: a
   passage about the entity the anchor points to. The paper's paths-only behaviour is
   ``context="paths"``.
+
+Bad input: a query that is not a string is a ``TypeError``; one longer than :data:`MAX_QUERY_CHARS`
+characters a ``ValueError``; control characters (NUL...) count as spaces; an empty query gives an
+empty result.
 
 >>> import networkx as nx
 >>> from pathrag import HashingEmbedder, InMemoryVectorIndex, NetworkXGraphStore, VectorItem
@@ -42,13 +53,15 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, S
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .context import path_lookups, path_names, path_pairs, render_entity, render_path
+from .context import path_lookups, path_names, path_pairs, render_chain, render_entity, render_path
 from .graph import GraphStore
+from .linking import linked_names, name_spans
 from .llm import LanguageModel, as_language_model, complete_sync
 from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
 from .params import RetrievalParams
 from .prompts import KEYWORDS_PROMPT
 from .pruning import afind_key_paths, aspread_resources, find_key_paths, spread_resources
+from .query_paths import Chain, chain_relations, merge_chains, weigh_relations
 from .vectors import VectorHit, VectorIndex
 
 __all__ = [
@@ -135,8 +148,9 @@ def _hit_name(hit: VectorHit) -> str | None:
     return str(name) if name else None
 
 
-def pick_seeds(hit_lists: Sequence[Sequence[VectorHit]], num_seeds: int) -> list[str]:
-    """Round-robin over the keywords' hit lists (best first) until ``num_seeds`` distinct entity names.
+def pick_seeds(hit_lists: Sequence[Sequence[VectorHit]], num_seeds: int, first: Sequence[str] = ()) -> list[str]:
+    """Round-robin over the keywords' hit lists (best first) until ``num_seeds`` distinct entity names,
+    after the names in ``first`` (the entities the question names).
 
     >>> from pathrag import VectorHit
     >>> a = [VectorHit("1", 0.9, {"name": "A"}), VectorHit("2", 0.8, {"name": "B"})]
@@ -144,7 +158,7 @@ def pick_seeds(hit_lists: Sequence[Sequence[VectorHit]], num_seeds: int) -> list
     >>> pick_seeds([a, b], 3)
     ['A', 'B', 'C']
     """
-    seeds: dict[str, None] = {}
+    seeds: dict[str, None] = dict.fromkeys(first[:num_seeds])
     longest = max((len(hits) for hits in hit_lists), default=0)
     for rank in range(longest):
         for hits in hit_lists:
@@ -159,48 +173,61 @@ def _item_id(kind: str, parts: Iterable[str]) -> str:
     return f"{kind}-" + hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:24]
 
 
-def _assemble(
-    query: str,
-    keywords: Keywords,
-    seeds: list[str],
-    paths: list[ScoredPath],
+def _paper_path_items(
+    paths: Sequence[ScoredPath],
     entities: Mapping[str, Entity],
     relations: Mapping[tuple[str, str], Relation],
-    params: RetrievalParams,
-) -> RetrievalResult:
+    as_chains: bool,
+) -> list[RetrievedItem]:
+    """The paper's key paths as items: written as walks, or as chains (the evidence context's way)."""
     items = []
     for path in paths:
         names = path_names(path)  # paths found in a GraphStore: entity names
         sources: dict[str, None] = {}
         for name in names:
             sources.update(dict.fromkeys(entities[name].source_ids if name in entities else ()))
-        for source, target in path_pairs(path):
-            relation = relations.get((source, target)) or relations.get((target, source))
+        hops = [relations.get((a, b)) or relations.get((b, a)) for a, b in path_pairs(path)]
+        for relation in hops:
             sources.update(dict.fromkeys(relation.source_ids if relation else ()))
-        items.append(
-            RetrievedItem(
-                "path",
-                _item_id("path", names),
-                render_path(path, entities, relations),
-                path.score,
-                names,
-                tuple(sources),
-                path,
-            )
+        text = render_chain(names, hops) if as_chains else render_path(path, entities, relations)
+        items.append(RetrievedItem("path", _item_id("path", names), text, path.score, names, tuple(sources), path))
+    return items
+
+
+def _chain_items(chains: Sequence[Chain]) -> list[RetrievedItem]:
+    """Query-aware paths as items: one line of relation statements each, scored by their weights."""
+    return [
+        RetrievedItem(
+            "path",
+            _item_id("path", chain.nodes),
+            render_chain(chain.nodes, chain.relations),
+            chain.score,
+            tuple(chain.nodes),
+            chain.source_ids,
+            ScoredPath(nodes=tuple(chain.nodes), score=chain.score),
         )
-    on_paths = {n for p in paths for n in p.nodes}
+        for chain in chains
+    ]
+
+
+def _fill(
+    paths: Sequence[RetrievedItem], seeds: Sequence[str], entities: Mapping[str, Entity], top_k: int
+) -> list[RetrievedItem]:
+    """The best-matching seeds on no path, as single entities, until ``top_k`` items."""
+    on_paths = {n for item in paths for n in item.nodes}
+    fill: list[RetrievedItem] = []
     for name in seeds:
-        if len(items) >= params.top_k:
+        if len(paths) + len(fill) >= top_k:
             break
         if name in on_paths or name not in entities:
             continue
         entity = entities[name]
-        items.append(
+        fill.append(
             RetrievedItem(
                 "entity", _item_id("entity", [name]), render_entity(name, entity), 0.0, (name,), entity.source_ids
             )
         )
-    return RetrievalResult(query=query, keywords=keywords, seeds=seeds, items=items, context=params.context)
+    return fill
 
 
 # -- passages ---------------------------------------------------------------------------------------
@@ -272,10 +299,20 @@ def _beyond(resources: Mapping[str, float], anchors: Sequence[str]) -> list[str]
     return [name for name in resources if name not in skip]
 
 
+#: The longest query accepted, in characters: ten thousand is pages of text, far beyond a question.
+MAX_QUERY_CHARS = 10_000
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 def _check(query: Any) -> str:
     if not isinstance(query, str):
         raise TypeError(f"query must be a str, got {type(query).__name__}")
-    return query.strip()
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValueError(
+            f"query is {len(query):,} characters long; at most {MAX_QUERY_CHARS:,} are accepted (ask a question, "
+            "not a document)"
+        )
+    return _CONTROL.sub(" ", query).strip()
 
 
 def retrieve(
@@ -284,6 +321,7 @@ def retrieve(
     graph: GraphStore,
     entity_index: VectorIndex,
     passage_index: VectorIndex | None = None,
+    relation_index: VectorIndex | None = None,
     llm: LanguageModel | None = None,
     params: RetrievalParams | None = None,
     **overrides: Any,
@@ -298,14 +336,19 @@ def retrieve(
         entity_index: entity vectors (hits carry the entity ``name`` in their metadata).
         passage_index: chunk vectors whose hit ids are the chunk ids that entities cite; used by
             ``context="evidence"`` (the default). Without it, only paths and fill are returned.
+        relation_index: relation vectors (hits carry the relation's ``source`` and ``target`` in their
+            metadata); the evidence context's query-aware paths are built from them. Without it, the
+            paths are the paper's key paths between the seeds.
         llm: splits the query into keywords; without it the query is the keyword.
         params: a :class:`RetrievalParams`; ``overrides`` are its fields (``top_k=5``...) applied on top.
 
     Raises:
         TypeError: ``query`` is not a string, or an override is not a :class:`RetrievalParams` field.
-        ValueError: an override has an invalid value.
+        ValueError: an override has an invalid value, or the query is longer than :data:`MAX_QUERY_CHARS`.
     """
-    return _run(_retrieval(query, graph, entity_index, passage_index, llm, _params(params, overrides)))
+    return _run(
+        _retrieval(query, graph, entity_index, passage_index, relation_index, llm, _params(params, overrides))
+    )
 
 
 async def aretrieve(
@@ -314,12 +357,15 @@ async def aretrieve(
     graph: GraphStore,
     entity_index: VectorIndex,
     passage_index: VectorIndex | None = None,
+    relation_index: VectorIndex | None = None,
     llm: LanguageModel | None = None,
     params: RetrievalParams | None = None,
     **overrides: Any,
 ) -> RetrievalResult:
     """Async twin of :func:`retrieve`: the same steps, each awaited."""
-    return await _arun(_retrieval(query, graph, entity_index, passage_index, llm, _params(params, overrides)))
+    return await _arun(
+        _retrieval(query, graph, entity_index, passage_index, relation_index, llm, _params(params, overrides))
+    )
 
 
 @dataclass(frozen=True)
@@ -373,13 +419,17 @@ def _retrieval(
     graph: GraphStore,
     entity_index: VectorIndex,
     passage_index: VectorIndex | None,
+    relation_index: VectorIndex | None,
     llm: LanguageModel | None,
     params: RetrievalParams,
 ) -> Generator[_Step, Any, RetrievalResult]:
     """The retrieval, yielding each read as a :class:`_Step` and receiving its result (or its error)."""
     query = _check(query)
+    result = RetrievalResult(
+        query=query, keywords=Keywords(), seeds=[], context=params.context, max_tokens=params.max_tokens
+    )
     if not query or params.top_k == 0:
-        return RetrievalResult(query=query, keywords=Keywords(), seeds=[], context=params.context)
+        return result
     answer = None
     if llm is not None:
         model = as_language_model(llm)  # outside the try: a wrong type is an error, not a reason to fall back
@@ -388,34 +438,102 @@ def _retrieval(
             answer = yield _Step(lambda: complete_sync(model, prompt), lambda: model.acomplete(prompt))
         except Exception as exc:  # the query text still works as a keyword
             logger.warning("keyword extraction failed, searching with the query text: %r", exc)
-    keywords = _keywords_or_query(query, answer)
+    result.keywords = _keywords_or_query(query, answer)
+    evidence = params.context == "evidence"
+    named: list[str] = []
+    if evidence:  # the paper's seeds come from the keywords alone
+        spans = name_spans(query)
+        keys = [span.key for span in spans]
+        found = (yield _Step(lambda: graph.get_entities(keys), lambda: graph.aget_entities(keys))) if keys else {}
+        named = linked_names(spans, found)
     hit_lists = []
-    for term in _search_terms(query, keywords):
+    for term in _search_terms(query, result.keywords):
         hit_lists.append((yield _query_step(entity_index, term, params.num_seeds)))
-    seeds = pick_seeds(hit_lists, params.num_seeds)
-    paths = yield _Step(lambda: find_key_paths(graph, seeds, params), lambda: afind_key_paths(graph, seeds, params))
-    names, pairs = path_lookups(paths, seeds)
-    entities = yield _Step(lambda: graph.get_entities(names), lambda: graph.aget_entities(names))
-    relations = yield _Step(lambda: graph.get_relations(pairs), lambda: graph.aget_relations(pairs))
-    result = _assemble(query, keywords, seeds, paths, entities, relations, params)
-    if params.context != "evidence" or passage_index is None or params.num_passages == 0:
-        return result
-    index = passage_index
-    found = yield _Step(
-        lambda: index.query(query, params.num_passages), lambda: index.aquery(query, params.num_passages)
-    )
-    hits = _passage_hits(index, found)
-    if hits:
-        anchors = _anchor_entities(hits[0], seeds, entities)
-        resources = yield _Step(
-            lambda: spread_resources(graph, anchors, params), lambda: aspread_resources(graph, anchors, params)
+    seeds = result.seeds = pick_seeds(hit_lists, params.num_seeds, first=named)
+    passages: list[RetrievedItem] = []
+    if evidence and passage_index is not None and params.num_passages > 0:
+        passages = yield from _ranked_passages(query, graph, passage_index, seeds, params)
+    entities: Mapping[str, Entity] | None = None  # the seeds' entities, for the fill
+    if evidence and relation_index is not None and params.num_relations > 0:
+        paths = yield from _query_paths(query, graph, relation_index, passages, named, params)
+    else:
+        found_paths = yield _Step(
+            lambda: find_key_paths(graph, seeds, params), lambda: afind_key_paths(graph, seeds, params)
         )
-        beyond = _beyond(resources, anchors)
-        reached = yield _Step(lambda: graph.get_entities(beyond), lambda: graph.aget_entities(beyond))
-        gathered = _collected(resources, reached)
-        hits += _reached_hits(index, hits, gathered, params.num_passages)
-        result.items.extend(_passage_items(hits, gathered)[: params.num_passages])
+        names, pairs = path_lookups(found_paths, seeds)
+        relations = yield _Step(lambda: graph.get_relations(pairs), lambda: graph.aget_relations(pairs))
+        entities = yield _Step(lambda: graph.get_entities(names), lambda: graph.aget_entities(names))
+        paths = _paper_path_items(found_paths, entities, relations, as_chains=evidence)
+    if len(paths) < params.top_k and seeds:
+        if entities is None:
+            entities = yield _Step(lambda: graph.get_entities(seeds), lambda: graph.aget_entities(seeds))
+        paths += _fill(paths, seeds, entities, params.top_k)
+    result.items = [*paths, *passages]
     return result
+
+
+def _ranked_passages(
+    query: str, graph: GraphStore, index: VectorIndex, seeds: Sequence[str], params: RetrievalParams
+) -> Generator[_Step, Any, list[RetrievedItem]]:
+    """The candidate passages, ranked by similarity and the flow from the best one's entities."""
+    found = yield _query_step(index, query, params.num_passages)
+    hits = _passage_hits(index, found)
+    if not hits:
+        return []
+    anchors = _anchor_entities(hits[0], seeds, {})
+    if not anchors:  # the index wrote no entity list: the seeds extracted from the anchor passage
+        cited = yield _Step(lambda: graph.get_entities(seeds), lambda: graph.aget_entities(seeds))
+        anchors = _anchor_entities(hits[0], seeds, cited)
+    resources = yield _Step(
+        lambda: spread_resources(graph, anchors, params), lambda: aspread_resources(graph, anchors, params)
+    )
+    beyond = _beyond(resources, anchors)
+    reached = yield _Step(lambda: graph.get_entities(beyond), lambda: graph.aget_entities(beyond))
+    gathered = _collected(resources, reached)
+    hits += _reached_hits(index, hits, gathered, params.num_passages)
+    return _passage_items(hits, gathered)[: params.num_passages]
+
+
+def _query_paths(
+    query: str,
+    graph: GraphStore,
+    index: VectorIndex,
+    passages: Sequence[RetrievedItem],
+    named: Sequence[str],
+    params: RetrievalParams,
+) -> Generator[_Step, Any, list[RetrievedItem]]:
+    """The query-aware key paths (:mod:`pathrag.query_paths`), and the paper's key paths between the
+    entities the question names, all scored by the weights of their relations."""
+    hits = yield _query_step(index, query, params.num_relations)
+    pairs = list(dict.fromkeys(pair for hit in hits if (pair := _hit_pair(hit)) is not None))
+    relations = yield _Step(lambda: graph.get_relations(pairs), lambda: graph.aget_relations(pairs))
+    candidates = [(relations[pair], hit.score) for hit in hits if (pair := _hit_pair(hit)) in relations]
+    ranks = {item.id: rank for rank, item in enumerate(passages)} if passages else None
+    weighted = weigh_relations(_unique(candidates), ranks, alpha=params.alpha)
+    chains = chain_relations(weighted, origins=set(named), max_paths=params.top_k, max_hops=params.max_hops)
+    if len(named) >= 2:  # the paper's flow joins the named entities; relations like the question score them
+        joining = yield _Step(lambda: find_key_paths(graph, named, params), lambda: afind_key_paths(graph, named, params))
+        hops = [pair for path in joining for pair in path_pairs(path)]
+        found = (yield _Step(lambda: graph.get_relations(hops), lambda: graph.aget_relations(hops))) if hops else {}
+        chains = merge_chains(chains, joining, found, weighted, params.top_k, set(named))
+    return _chain_items(chains)
+
+
+def _hit_pair(hit: VectorHit) -> tuple[str, str] | None:
+    """The ``(source, target)`` a relation vector's metadata names (``None`` when it names none)."""
+    meta = hit.metadata if isinstance(hit.metadata, Mapping) else {}
+    source, target = meta.get("source"), meta.get("target")
+    return (source, target) if isinstance(source, str) and isinstance(target, str) else None
+
+
+def _unique(candidates: Sequence[tuple[Relation, float]]) -> list[tuple[Relation, float]]:
+    """One candidate per relation (an index may hold a pair's vector twice, e.g. both ways round)."""
+    best: dict[frozenset[str], tuple[Relation, float]] = {}
+    for relation, score in candidates:
+        key = frozenset(relation.pair)
+        if key not in best or score > best[key][1]:
+            best[key] = (relation, score)
+    return sorted(best.values(), key=lambda c: -c[1])
 
 
 def _params(params: RetrievalParams | None, overrides: Mapping[str, Any]) -> RetrievalParams:

@@ -106,7 +106,7 @@ def test_demo_prints_seeds_key_paths_hops_tokens_and_prompts() -> None:
         assert re.search(r"^Hops: \d+ paths: ", section, re.M)
         assert re.search(r"^Context: [\d,]+ tokens, \d paths", section, re.M)
         prompt = section.split(" tokens) ──", 1)[1].split("\n── end of prompt ─", 1)[0].split("\n", 1)[1]
-        assert prompt.startswith(f"Question: {q.question}\n\nSource passages, least to most relevant:")
+        assert prompt.startswith(f"Question: {q.question}\n\nPassages, least to most relevant:")
         assert prompt.endswith("say so rather than guessing.")
         assert len(re.findall(r"^Path \d \(\d hops?, reliability [\d.]+\):$", prompt, re.M)) == len(listed)
     assert "the reference path of 3 of 3 questions is among the key paths" in out
@@ -309,7 +309,7 @@ def test_query_context_only_prints_the_exact_prompt(store: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     prompt = result.stdout
-    assert prompt.startswith(f"Question: {Q1.question}\n\nSource passages, least to most relevant:")
+    assert prompt.startswith(f"Question: {Q1.question}\n\nPassages, least to most relevant:")
     assert prompt.rstrip().endswith("say so rather than guessing.")
     assert prompt.index("\nPassage 1:\n") < prompt.index("\nPath 1 (")  # passages, then paths (most reliable last)
     blocks = re.findall(r"^Path (\d+) \(\d hops?, reliability ([0-9.]+)\):$", prompt, re.M)

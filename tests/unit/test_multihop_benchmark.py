@@ -140,7 +140,7 @@ def test_default_context_holds_passages_and_paths_mode_matches_the_paper_layout(
     scores = [p.score for p in evidence.passages]
     assert scores == sorted(scores, reverse=True)
     text = result_context(evidence, max_tokens=800).text
-    assert text.startswith(f"Question: {question}\n\nSource passages, least to most relevant:")
+    assert text.startswith(f"Question: {question}\n\nPassages, least to most relevant:")
     assert result_context(paths).text.startswith(f"Question: {question}\n\nRelational paths from the knowledge graph")
 
 
