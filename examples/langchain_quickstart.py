@@ -11,7 +11,6 @@ Run with OpenAI (gpt-4o-mini and text-embedding-3-small; set OPENAI_MODEL to cha
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from typing import Any
@@ -86,12 +85,16 @@ def main(question: str | None = None) -> str:
         f"{summary.llm_calls} LLM calls"
     )
 
-    # 2. Retrieve the key relational paths, best first. The demo graph is tiny (37 entities), so it
-    #    uses few seeds and a low pruning threshold (see pathrag.demo.DEMO_PARAMS), not the paper's defaults.
-    retriever = indexer.as_retriever(**dataclasses.asdict(DEMO_PARAMS))
+    # 2. Retrieve k documents, best first: the key relational paths and the passages behind them, within
+    #    a token budget. The demo graph is tiny (37 entities), so it uses few seeds and a low pruning
+    #    threshold (see pathrag.demo.DEMO_PARAMS), not the paper's defaults.
+    retriever = indexer.as_retriever(params=DEMO_PARAMS.override(max_tokens=2000), k=6)
     print(f"\n{question}")
     for doc in retriever.invoke(question):
-        print(f"  {doc.metadata['score']:.3f}  {' -> '.join(doc.metadata['nodes'])}")
+        if doc.metadata["kind"] == "passage":
+            print(f"  passage  {doc.page_content.splitlines()[0]}")
+        else:
+            print(f"  {doc.metadata['kind']}  {doc.metadata['score']:.3f}  {' -> '.join(doc.metadata['nodes'])}")
 
     # 3. Answer with an LCEL chain (its prompt lists the paths least reliable first), streaming.
     chain = create_pathrag_chain(retriever, llm)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 from typing import Any
 
@@ -56,8 +57,8 @@ class OfflineLLM(CustomLLM):
             return self.replay.complete(prompt)
         except ReplayMiss:  # the answer prompt: the path right before the instructions is the most reliable
             last = prompt.rsplit("\n\nAnswer the question above", 1)[0].rsplit("\n\n", 1)[-1]
-            lines = last.splitlines()[1:]  # after the block's "Path N (...)" line
-            names = [line.split(" (")[0].split(":")[0] for line in lines if not line.startswith(" ")]
+            chain = last.splitlines()[1]  # after the block's "Path N:" line: A —relation→ B ←relation— C
+            names = re.split(r" (?:—[^→]*→|←[^—]*—) ", chain)
             return f"(offline stand-in model) The most reliable path is {' -> '.join(names)}."
 
     @llm_completion_callback()
@@ -121,7 +122,8 @@ def main(question: str | None = None) -> str:
     entities = [n for n in graph.nodes.values() if isinstance(n, EntityNode)]
     print(f"indexed {len(load_corpus())} documents: {len(entities)} entities, {len(graph.triplets)} relations")
 
-    # 2. A query engine: key paths between the question's entities, laid out least reliable first.
+    # 2. A query engine: key paths between the question's entities, laid out least reliable first (a
+    #    property graph keeps no relation vectors, so these are the paper's key paths between the seeds).
     #    The demo graph is tiny, so it uses the demo's retrieval settings (pathrag.demo.DEMO_PARAMS).
     engine = PathRAGQueryEngine.from_index(index, llm=llm, streaming=True, **dataclasses.asdict(DEMO_PARAMS))
     print(f"\n{question}")

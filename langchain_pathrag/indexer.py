@@ -526,28 +526,27 @@ def _text_documents(
 
 
 # Parameters as_retriever fills in itself: a caller passing them is a mistake, not an override.
-_FIXED_RETRIEVER_FIELDS = frozenset({"graph_store", "entity_index", "passage_index", "index"})
+_FIXED_RETRIEVER_FIELDS = frozenset({"graph_store", "entity_index", "passage_index", "relation_index", "index"})
 
 
 def _retriever_params(search_kwargs: Mapping[str, Any] | None, params: Mapping[str, Any]) -> dict[str, Any]:
-    """Fold ``search_kwargs`` into the retriever's fields; ``k`` and ``top_k`` are one parameter."""
+    """Fold ``search_kwargs`` into the retriever's fields (``k``: documents returned, settings by name)."""
     if search_kwargs is not None and not isinstance(search_kwargs, Mapping):
         raise TypeError(f"search_kwargs must be a dict, got {type(search_kwargs).__name__}")
-    allowed = (set(PathRAGRetriever.model_fields) - _FIXED_RETRIEVER_FIELDS) | set(RetrievalParams.names()) | {"k"}
+    allowed = (set(PathRAGRetriever.model_fields) - _FIXED_RETRIEVER_FIELDS) | set(RetrievalParams.names())
     merged: dict[str, Any] = {}
     for source in (dict(search_kwargs or {}), dict(params)):
         for name, value in source.items():
             if name == "search_type":
                 raise ValueError(
-                    "PathRAGRetriever has no search_type: it always returns key paths "
-                    "(tune them with k, num_seeds, alpha, theta, max_hops...)"
+                    "PathRAGRetriever has no search_type: it always returns key paths and their passages "
+                    "(tune them with k, max_tokens, num_seeds, alpha, theta, max_hops...)"
                 )
             if name not in allowed:
                 raise ValueError(f"unknown retriever parameter {name!r}; expected one of {', '.join(sorted(allowed))}")
-            key = "top_k" if name == "k" else name
-            if key in merged and merged[key] != value:
-                raise ValueError(f"{name}={value!r} conflicts with {key}={merged[key]!r} given elsewhere")
-            merged[key] = value
+            if name in merged and merged[name] != value:
+                raise ValueError(f"{name}={value!r} conflicts with {name}={merged[name]!r} given elsewhere")
+            merged[name] = value
     return merged
 
 

@@ -1,8 +1,10 @@
-"""``PathRAGRetriever``: the key relational paths for a query, as LangChain ``Document``s.
+"""``PathRAGRetriever``: a query's key relational paths and source passages, as LangChain ``Document``s.
 
-One document per path, best first; when fewer than ``k`` paths exist, the best-matching seed
-entities fill up (``metadata["kind"] == "entity"``). The work is the core's
-(:func:`pathrag.retrieval.retrieve`); this module translates parameters, callbacks and results.
+``k`` documents at most (LangChain's convention, default 4), within the retrieval's token budget
+(``max_tokens``, default 4,000): the items the core's context would show first, in its order (the best
+path, then passages, then further paths and entity fill; :mod:`pathrag.context`), returned best first.
+The work is the core's (:func:`pathrag.retrieval.retrieve`); this module translates parameters,
+callbacks and results.
 
 >>> from langchain_core.vectorstores import InMemoryVectorStore
 >>> from pathrag import HashingEmbedder, NetworkXGraphStore, Relation
@@ -20,7 +22,7 @@ entities fill up (``metadata["kind"] == "entity"``). The work is the core's
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
@@ -42,6 +44,7 @@ from pathrag import (
     as_graph_store,
     retrieve,
 )
+from pathrag.context import result_context
 
 from .adapters import LangChainLanguageModel, LangChainVectorIndex
 
@@ -97,24 +100,29 @@ class PathRAGRetriever(BaseRetriever):
     (a LangChain ``VectorStore`` or a :class:`pathrag.VectorIndex`) whose documents carry the entity
     name in ``metadata["name"]``.
 
-    Its settings are one :class:`pathrag.RetrievalParams`, ``params``; any of its fields may also be
-    given by name (``PathRAGRetriever(..., top_k=5, theta=0.1)``, ``k`` for ``top_k``) and is folded
-    into ``params``. ``top_k`` paths are returned, from ``num_seeds`` seed entities; ``alpha``,
-    ``theta``, ``max_hops``, ``paths_per_pair`` and ``directed`` tune the flow-based pruning (see the
-    README). ``invoke(query, k=...)`` overrides ``top_k`` for one call; any other setting can be
-    overridden per call too. With ``index`` (a :class:`pathrag.PathRAGIndex`, as
-    :meth:`PathRAGIndexer.as_retriever` gives), the graph and indexes are the index's, and every
-    retrieval reads one committed state of it while documents are added or deleted. With ``llm``, high-
-    and low-level keywords are extracted from the query first (a run tagged :data:`KEYWORDS_TAG`);
-    without one, or when its answer is unusable, the query itself is the keyword. With
-    ``passage_index`` (the indexer's chunk store) and ``context="evidence"`` (the default), up to
-    ``num_passages`` source passages ranked with the flow follow the paths; ``context="paths"`` is the
-    paper's paths-only retrieval.
+    ``k`` (default 4) is the number of documents returned at most, LangChain's convention; paths and
+    passages share those slots by the core's context rule, within the token budget ``max_tokens``
+    (default 4,000, ``None`` for none). ``invoke(query, k=...)`` changes it for one call.
+
+    Its retrieval settings are one :class:`pathrag.RetrievalParams`, ``params``; any of its fields may
+    also be given by name (``PathRAGRetriever(..., top_k=5, max_tokens=1200)``) and is folded into
+    ``params``, and overridden per call (``invoke(query, theta=0.1)``). ``top_k`` key paths are retrieved,
+    from ``num_seeds`` seed entities; ``alpha``, ``theta``, ``max_hops``, ``paths_per_pair`` and
+    ``directed`` tune the flow-based pruning (see the README). With ``index`` (a
+    :class:`pathrag.PathRAGIndex`, as :meth:`PathRAGIndexer.as_retriever` gives), the graph and indexes
+    are the index's, and every retrieval reads one committed state of it while documents are added or
+    deleted. With ``llm``, high- and low-level keywords are extracted from the query first (a run tagged
+    :data:`KEYWORDS_TAG`); without one, or when its answer is unusable, the query itself is the keyword.
+    With ``context="evidence"`` (the default), the paths are query-aware (built from ``relation_index``,
+    the index's relation vectors) and ``passage_index`` (the indexer's chunk store) gives up to
+    ``num_passages`` source passages ranked with the flow; ``context="paths"`` is the paper's paths-only
+    retrieval.
 
     Each document: ``page_content`` is the path (or passage) as text, ``id`` is stable, ``metadata``
     holds ``kind`` (``"path"``, ``"entity"`` or ``"passage"``), ``id``, ``score``, ``nodes``, ``hops`` and
-    ``source_ids`` (the chunk ids behind it). An empty query gives ``[]``; a non-string, a ``TypeError``.
-    :func:`format_context` lays them out exactly as the core's :func:`pathrag.context.result_context`.
+    ``source_ids`` (the chunk ids behind it). An empty query gives ``[]``; a non-string, a ``TypeError``;
+    ``k`` below 1, a ``ValueError``. :func:`format_context` lays them out exactly as the core's
+    :func:`pathrag.context.result_context`.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -122,18 +130,20 @@ class PathRAGRetriever(BaseRetriever):
     graph_store: GraphStore | None = Field(default=None, exclude=True)
     entity_index: VectorIndex | None = Field(default=None, exclude=True)
     passage_index: VectorIndex | None = Field(default=None, exclude=True)
+    relation_index: VectorIndex | None = Field(default=None, exclude=True)
     index: PathRAGIndex | None = Field(default=None, exclude=True)
     llm: _LanguageModel | None = Field(default=None, exclude=True)
+    k: int = 4
     params: RetrievalParams = Field(default_factory=RetrievalParams)
 
     @model_validator(mode="before")
     @classmethod
     def _fold_settings(cls, data: Any) -> Any:
-        """Settings given by name (and ``k``) go into ``params``: one place holds them all."""
+        """Settings given by name go into ``params``: one place holds them all."""
         if not isinstance(data, Mapping):
             return data
         data = dict(data)
-        named = {name: data.pop(name) for name in list(data) if name in _SETTINGS or name == "k"}
+        named = {name: data.pop(name) for name in list(data) if name in _SETTINGS}
         if named:
             params = data.get("params")
             try:
@@ -141,10 +151,15 @@ class PathRAGRetriever(BaseRetriever):
                     params = RetrievalParams(**params)
                 if params is not None and not isinstance(params, RetrievalParams):
                     raise ValueError(f"params must be a pathrag.RetrievalParams, got {type(params).__name__}")
-                data["params"] = (params or RetrievalParams()).override(**_overrides(named.pop("k", None), named))
+                data["params"] = (params or RetrievalParams()).override(**named)
             except TypeError as exc:  # pydantic reports ValueErrors as validation errors
                 raise ValueError(str(exc)) from None
         return data
+
+    @field_validator("k", mode="before")
+    @classmethod
+    def _k(cls, value: Any) -> int:
+        return _check_k(value)
 
     def __getattr__(self, name: str) -> Any:
         if name in _SETTINGS:  # retriever.top_k reads params.top_k
@@ -161,7 +176,7 @@ class PathRAGRetriever(BaseRetriever):
         except TypeError as exc:
             raise ValueError(str(exc)) from None
 
-    @field_validator("entity_index", "passage_index", mode="before")
+    @field_validator("entity_index", "passage_index", "relation_index", mode="before")
     @classmethod
     def _index(cls, value: Any) -> VectorIndex | None:
         if value is None:
@@ -178,53 +193,57 @@ class PathRAGRetriever(BaseRetriever):
             raise ValueError("pass index=, or graph_store= and entity_index=")
         return self
 
-    def _sources(
-        self, graph: GraphStore, indexes: Mapping[str, VectorIndex]
-    ) -> tuple[GraphStore, VectorIndex, VectorIndex | None]:
+    def _sources(self, graph: GraphStore, indexes: Mapping[str, VectorIndex]) -> _Sources:
         """What one retrieval reads: the index's state, unless a store was passed in its own right."""
-        return (
+        return _Sources(
             graph if self.graph_store is None else self.graph_store,  # an empty store is falsy: compare
             indexes["entities"] if self.entity_index is None else self.entity_index,
             indexes.get("chunks") if self.passage_index is None else self.passage_index,
+            indexes.get("relations") if self.relation_index is None else self.relation_index,
         )
 
-    def _read(self, read: Callable[[GraphStore, VectorIndex, VectorIndex | None], T]) -> T:
+    def _read(self, read: Callable[[_Sources], T]) -> T:
         if self.index is None:
-            return read(self.graph_store, self.entity_index, self.passage_index)  # type: ignore[arg-type]
-        return self.index.read_committed(lambda graph, indexes: read(*self._sources(graph, indexes)))
+            return read(self._own_sources())
+        return self.index.read_committed(lambda graph, indexes: read(self._sources(graph, indexes)))
 
-    async def _aread(self, read: Callable[[GraphStore, VectorIndex, VectorIndex | None], Awaitable[T]]) -> T:
+    async def _aread(self, read: Callable[[_Sources], Awaitable[T]]) -> T:
         if self.index is None:
-            return await read(self.graph_store, self.entity_index, self.passage_index)  # type: ignore[arg-type]
-        return await self.index.aread_committed(lambda graph, indexes: read(*self._sources(graph, indexes)))
+            return await read(self._own_sources())
+        return await self.index.aread_committed(lambda graph, indexes: read(self._sources(graph, indexes)))
+
+    def _own_sources(self) -> _Sources:
+        assert self.graph_store is not None and self.entity_index is not None  # checked at construction
+        return _Sources(self.graph_store, self.entity_index, self.passage_index, self.relation_index)
 
     @override
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
-        arguments = self._arguments(run_manager, k, kwargs)
-        return _to_documents(self._read(lambda *sources: retrieve(query, **arguments(*sources))))
+        arguments, k = self._arguments(run_manager, kwargs), self.k if k is None else _check_k(k)
+        return _to_documents(self._read(lambda sources: retrieve(query, **arguments(sources))), k)
 
     @override
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
-        arguments = self._arguments(run_manager, k, kwargs)
-        return _to_documents(await self._aread(lambda *sources: aretrieve(query, **arguments(*sources))))
+        arguments, k = self._arguments(run_manager, kwargs), self.k if k is None else _check_k(k)
+        return _to_documents(await self._aread(lambda sources: aretrieve(query, **arguments(sources))), k)
 
     def _arguments(
         self,
         run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun,
-        k: int | None,
         kwargs: dict[str, Any],
-    ) -> Callable[[GraphStore, VectorIndex, VectorIndex | None], dict[str, Any]]:
+    ) -> Callable[[_Sources], dict[str, Any]]:
         """The core's arguments for one call, given what it reads (settings checked before any read)."""
-        params, llm = self.params.override(**_overrides(k, kwargs)), self._keyword_llm(run_manager)
+        kwargs.pop("verbose", None)  # BaseRetriever.invoke's own flag, forwarded along with ours
+        params, llm = self.params.override(**kwargs), self._keyword_llm(run_manager)
         config = _child_config(run_manager, ENTITY_SEARCH_TAG)
-        return lambda graph, entities, passages: {
-            "graph": graph,
-            "entity_index": _TracedIndex(entities, config),
-            "passage_index": passages,
+        return lambda sources: {
+            "graph": sources.graph,
+            "entity_index": _TracedIndex(sources.entities, config),
+            "passage_index": sources.passages,
+            "relation_index": sources.relations,
             "llm": llm,
             "params": params,
         }
@@ -237,18 +256,24 @@ class PathRAGRetriever(BaseRetriever):
         return LangChainLanguageModel(self.llm, config=_child_config(run_manager, KEYWORDS_TAG))
 
 
-def _overrides(k: int | None, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Settings by name, ``k`` being ``top_k``; ``RetrievalParams.override`` rejects unknown names."""
-    kwargs.pop("verbose", None)  # BaseRetriever.invoke's own flag, forwarded along with ours
-    if k is not None:
-        if "top_k" in kwargs:
-            raise TypeError("pass k or top_k, not both")
-        kwargs["top_k"] = k
-    return kwargs
+class _Sources(NamedTuple):
+    """The graph and vector indexes one retrieval reads."""
+
+    graph: GraphStore
+    entities: VectorIndex
+    passages: VectorIndex | None
+    relations: VectorIndex | None
 
 
-def _to_documents(result: RetrievalResult) -> list[Document]:
+def _check_k(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"k is the number of documents to return: an int >= 1, got {value!r}")
+    return value
+
+
+def _to_documents(result: RetrievalResult, k: int) -> list[Document]:
+    """The ``k`` items the context would show first, within the retrieval's budget, best first."""
     return [
         Document(id=item.id, page_content=item.text, metadata={**item.metadata(), "layout": result.context})
-        for item in result.items
+        for item in result_context(result, max_items=k).ranked
     ]

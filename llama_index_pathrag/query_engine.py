@@ -26,9 +26,9 @@ from llama_index.core.settings import Settings
 from typing_extensions import override
 
 from pathrag import RetrievedItem, ScoredPath
-from pathrag.context import DEFAULT_CONTEXT_TOKENS, context_blocks, items_context
+from pathrag.context import DEFAULT_CONTEXT_TOKENS, context_blocks, instructions_for, items_context
 from pathrag.models import ItemKind
-from pathrag.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, EVIDENCE_TEMPLATE
+from pathrag.prompts import EVIDENCE_TEMPLATE
 
 from .retriever import PathRAGRetriever
 
@@ -40,15 +40,16 @@ __all__ = [
     "item_from_node",
 ]
 
-_PASSAGES_HEADER = EVIDENCE_TEMPLATE.split("\n\n")[1]
+_PASSAGES_HEADER, _PATHS_HEADER = EVIDENCE_TEMPLATE.split("\n\n")[1], EVIDENCE_TEMPLATE.split("\n\n")[3]
 #: Node metadata holding the head of the node's block in the prompt (numbering, score, section header).
 BLOCK_KEY = "pathrag_block"
 
 
 def _instructions(**variables: object) -> str:
-    """The core's instructions for the layout the context has (passages or paths only)."""
+    """The core's instructions for what the context shows (passages, paths, or both)."""
     context = str(variables.get("context_str", ""))
-    return EVIDENCE_INSTRUCTIONS if context.startswith(_PASSAGES_HEADER) else ANSWER_INSTRUCTIONS
+    passages = context.startswith(_PASSAGES_HEADER)
+    return instructions_for(passages=passages, paths=not passages or f"\n\n{_PATHS_HEADER}\n\n" in context)
 
 
 PATHRAG_QA_TEMPLATE = PromptTemplate(
@@ -92,7 +93,7 @@ class PathRAGContextPostprocessor(BaseNodePostprocessor):
     >>> print(laid_out[0].node.get_content(metadata_mode="llm"))
     Relational paths from the knowledge graph, least to most reliable:
     <BLANKLINE>
-    Path 1 (1 hop, reliability 0.200):
+    Path 1:
     A -> C
     """
 
@@ -179,15 +180,16 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
         ``llm`` answers (default ``Settings.llm``). ``keyword_llm``: ``True`` asks ``llm`` for the query's
         keywords, ``False`` searches with the query text, or pass another LLM. ``max_tokens`` bounds the
         context as :func:`pathrag.context.result_context` does. ``retriever_params`` go to
-        :class:`PathRAGRetriever` (``top_k``, ``num_seeds``, ``alpha``, ``theta``, ``max_hops``,
-        ``paths_per_pair``, ``directed``, ``context``, ``num_passages``, ``passage_retriever``,
-        ``ignore_relations``, ``vector_store``, ``embed_model``); the vector store and embedding model
-        default to the index's.
+        :class:`PathRAGRetriever` (``similarity_top_k``, ``relation_index``, ``top_k``, ``num_seeds``,
+        ``alpha``, ``theta``, ``max_hops``, ``paths_per_pair``, ``directed``, ``context``, ``num_passages``,
+        ``passage_retriever``, ``ignore_relations``, ``vector_store``, ``embed_model``); the vector store and
+        embedding model default to the index's, the retrieval's budget to ``max_tokens``.
         """
         if not isinstance(index, PropertyGraphIndex):
             raise TypeError(f"from_index needs a PropertyGraphIndex, got {type(index).__name__}")
         llm = llm or Settings.llm
         retriever_params.setdefault("vector_store", index.vector_store)
+        retriever_params.setdefault("max_tokens", max_tokens)  # one budget: what is retrieved, what is shown
         # PropertyGraphIndex keeps its embedding model private; None falls back to Settings.embed_model
         retriever_params.setdefault("embed_model", getattr(index, "_embed_model", None))
         keywords = llm if keyword_llm is True else (keyword_llm or None)

@@ -8,8 +8,13 @@ the graph; this module supplies the seeds and the keyword model:
 * seeds come from the graph store's own vector search when it has one (``supports_vector_queries``),
   else from ``vector_store``, where ``PropertyGraphIndex`` keeps entity embeddings
   (``index.vector_store``); ``embed_model`` embeds the keywords (default ``Settings.embed_model``);
-* the result is one ``NodeWithScore`` per path, best first, score = reliability, plus (when fewer than
-  ``top_k`` paths exist) the best seeds not on a path, score 0;
+* the result is one ``NodeWithScore`` per item the core's context shows first (:mod:`pathrag.context`):
+  paths (score = reliability), passages and, when fewer than ``top_k`` paths exist, the best seeds not on
+  a path (score 0), best first, at most ``similarity_top_k`` of them (``None``: no cap) and within the
+  retrieval's token budget ``max_tokens`` (default 4,000; ``None``: no limit);
+* with ``relation_index`` (a :class:`pathrag.VectorIndex` of relation vectors, e.g. a pathrag store's),
+  the evidence context's paths are query-aware (:mod:`pathrag.query_paths`); without it, they are the
+  paper's key paths between the seeds (property-graph stores keep no relation vectors);
 * with ``passage_retriever`` (any LlamaIndex retriever over the same chunks, e.g.
   ``VectorStoreIndex(nodes).as_retriever(similarity_top_k=100)``) and ``context="evidence"`` (the
   default), the source passages follow, ranked with the flow as in the core
@@ -43,7 +48,8 @@ from llama_index.core.settings import Settings
 from llama_index.core.vector_stores.types import BasePydanticVectorStore, VectorStoreQuery, VectorStoreQueryResult
 from typing_extensions import override
 
-from pathrag import RetrievalParams, RetrievalResult, VectorHit, aretrieve, retrieve
+from pathrag import RetrievalParams, RetrievalResult, VectorHit, VectorIndex, aretrieve, retrieve
+from pathrag.context import result_context
 
 from .extractor import EXTRACTED_KEY
 from .graph import DEFAULT_IGNORED_RELATIONS, CypherPropertyGraphAdapter, PropertyGraphStoreAdapter, cypher_runner
@@ -149,7 +155,8 @@ class PathRAGRetriever(BasePGRetriever):
     """Key paths between the entities a query is about, for ``PropertyGraphIndex`` (see the module doc).
 
     ``params``: a :class:`pathrag.RetrievalParams` (default: the paper's settings); ``settings``: any of
-    its fields by name (``top_k=5``, ``theta=0.1``...), applied on top of it.
+    its fields by name (``top_k=5``, ``theta=0.1``, ``max_tokens=1200``...), applied on top of it.
+    ``similarity_top_k``: at most this many nodes (``None``: as many as the token budget holds).
     ``ignore_relations``: relation labels never traversed (provenance by default). ``pushdown``: on
     LlamaIndex's FalkorDB and Neo4j stores, run each hop as one Cypher query
     (:class:`~llama_index_pathrag.graph.CypherPropertyGraphAdapter`; same results, far fewer rows
@@ -170,6 +177,8 @@ class PathRAGRetriever(BasePGRetriever):
         embed_model: BaseEmbedding | None = None,
         llm: LLM | None = None,
         passage_retriever: BaseRetriever | None = None,
+        relation_index: VectorIndex | None = None,
+        similarity_top_k: int | None = None,
         ignore_relations: Sequence[str] = tuple(DEFAULT_IGNORED_RELATIONS),
         pushdown: bool = True,
         callback_manager: CallbackManager | None = None,
@@ -187,6 +196,14 @@ class PathRAGRetriever(BasePGRetriever):
         if params is not None and not isinstance(params, RetrievalParams):
             raise TypeError(f"params must be a pathrag.RetrievalParams, got {type(params).__name__}")
         self.params = (params or RetrievalParams()).override(**settings)
+        if similarity_top_k is not None and (
+            isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) or similarity_top_k < 1
+        ):
+            raise ValueError(f"similarity_top_k must be None or an int >= 1, got {similarity_top_k!r}")
+        self.similarity_top_k = similarity_top_k
+        if relation_index is not None and not isinstance(relation_index, VectorIndex):
+            raise TypeError(f"relation_index must be a pathrag.VectorIndex, got {type(relation_index).__name__}")
+        self._relations = relation_index
         self.ignore_relations = tuple(ignore_relations)
         self.pushdown = pushdown
         self._seeds = _EntitySeeds(graph_store, vector_store, embed_model)
@@ -213,9 +230,11 @@ class PathRAGRetriever(BasePGRetriever):
                 graph=self._graph(),
                 entity_index=self._seeds,  # type: ignore[arg-type]
                 passage_index=self._passages,  # type: ignore[arg-type]
+                relation_index=self._relations,
                 llm=self._llm,
                 params=self.params,
-            )
+            ),
+            self.similarity_top_k,
         )
 
     @override
@@ -226,15 +245,18 @@ class PathRAGRetriever(BasePGRetriever):
                 graph=self._graph(),
                 entity_index=self._seeds,  # type: ignore[arg-type]
                 passage_index=self._passages,  # type: ignore[arg-type]
+                relation_index=self._relations,
                 llm=self._llm,
                 params=self.params,
-            )
+            ),
+            self.similarity_top_k,
         )
 
 
-def _nodes(result: RetrievalResult) -> list[NodeWithScore]:
+def _nodes(result: RetrievalResult, top_k: int | None) -> list[NodeWithScore]:
+    """The items the context shows first (within its budget, at most ``top_k``), best first."""
     nodes = []
-    for item in result.items:
+    for item in result_context(result, max_items=top_k).ranked:
         metadata = {**item.metadata(), "layout": result.context}
         node = TextNode(
             id_=item.id,

@@ -17,7 +17,7 @@ from typing import Any
 import typer
 
 from pathrag import IndexConfig, PathRAGIndex, RetrievalParams, RetrievalResult
-from pathrag.context import DEFAULT_CONTEXT_TOKENS, answer_prompt, result_context
+from pathrag.context import answer_prompt, result_context
 from pathrag.demo import DEMO_PARAMS, ask_demo_question, load_corpus, load_questions, open_demo_index
 
 from .errors import CliError, CliGroup, one_line
@@ -39,7 +39,9 @@ from .rendering import (
     holdings,
     print_paths,
     print_question,
+    print_sources,
     report,
+    sources,
     subgraph,
     to_html,
     to_mermaid,
@@ -255,11 +257,15 @@ def query(
         False, "--context-only", help="Print the prompt that would be sent, without calling a model."
     ),
     stream: bool = typer.Option(False, "--stream", help="Print the answer as it is generated."),
-    max_tokens: int = typer.Option(
-        DEFAULT_CONTEXT_TOKENS,
+    json_output: bool = typer.Option(
+        False, "--json", help="Print the answer (or, with --context-only, the prompt) and its sources as JSON."
+    ),
+    max_tokens: int | None = typer.Option(
+        None,
         "--max-tokens",
         min=1,
-        help="Token budget of the context (least relevant evidence goes first).",
+        show_default=False,
+        help=f"Token budget of the context (least relevant evidence goes first) [default: {_CORE.max_tokens}].",
     ),
     context: ContextKind | None = CONTEXT,
     model: str = MODEL,
@@ -271,13 +277,15 @@ def query(
     param: list[str] | None = PARAM,
     replay: Path | None = REPLAY,
 ) -> None:
-    """Answer a question from the key paths and their passages (or, with --context-only, print the prompt)."""
+    """Answer a question from the key paths and their passages, and list the sources the answer used (or,
+    with --context-only, print the prompt)."""
     params = retrieval_params(
         param,
         top_k=top_k,
         num_seeds=num_seeds,
         max_hops=max_hops,
         theta=theta,
+        max_tokens=max_tokens,
         context=context.value if context else None,
     )
     chat = None if replay else chat_model(model)
@@ -288,15 +296,26 @@ def query(
     llm = replay_llm(replay) or (language_model(chat) if chat else None)
     with opened(store, embedding_model=embedding_model, llm=llm) as idx:
         result = _retrieve(idx, question, llm is not None, params)
-    prompt = answer_prompt(result_context(result, max_tokens=max_tokens))
+        laid_out = result_context(result)  # within the retrieval's budget
+        shown = sources(idx, laid_out)
+    prompt = answer_prompt(laid_out)
     if context_only or chat is None or llm is None:
-        typer.echo(prompt)
-    elif stream:
+        if json_output:
+            typer.echo(json.dumps({"question": result.query, "prompt": prompt, "sources": shown}, ensure_ascii=False))
+        else:
+            typer.echo(prompt)
+        return
+    if json_output:
+        answer = llm.complete(prompt)
+        typer.echo(json.dumps({"question": result.query, "answer": answer, "sources": shown}, ensure_ascii=False))
+        return
+    if stream:
         for piece in chat.stream(prompt):
             typer.echo(piece.text, nl=False)
         typer.echo()
     else:
         typer.echo(llm.complete(prompt))  # the chat model, wrapped
+    print_sources(shown)
 
 
 @app.command()

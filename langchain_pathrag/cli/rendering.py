@@ -17,7 +17,7 @@ from rich.text import Text
 
 import pathrag
 from pathrag import PathRAGIndex, RetrievalResult
-from pathrag.context import render_entity
+from pathrag.context import PathContext, render_entity
 from pathrag.demo import QuestionRun
 from pathrag.tokens import approximate_token_count, count_tokens, default_token_counter
 
@@ -135,6 +135,30 @@ def as_json(result: RetrievalResult) -> dict[str, Any]:
         "seeds": result.seeds,
         "items": [{"id": item.id, **item.metadata(), "text": item.text} for item in result.items],
     }
+
+
+def sources(index: PathRAGIndex, context: PathContext) -> list[dict[str, Any]]:
+    """What a context shows, best first, each with the documents its chunks belong to (``pathrag query``)."""
+    chunks = index.chunks
+    shown = []
+    for item in context.ranked:
+        documents = dict.fromkeys(
+            doc for cid in item.source_ids if (c := chunks.get(cid)) is not None for doc in c.refs
+        )
+        shown.append({**item.metadata(), "documents": list(documents), "text": item.text})
+    return shown
+
+
+def print_sources(shown: Sequence[Mapping[str, Any]]) -> None:
+    """The sources of an answer, one line each: the paths, then the passages with their documents."""
+    typer.echo("\nSources:")
+    for number, item in enumerate(shown, start=1):
+        documents = ", ".join(item["documents"]) or "no document"
+        if item["kind"] == "passage":
+            first_line = " ".join(item["text"].split())[:100]
+            typer.echo(f"  {number}. passage from {documents}: {first_line}")
+        else:
+            typer.echo(f"  {number}. {item['kind']} ({documents}): {item['text'].splitlines()[0]}")
 
 
 Subgraph = tuple[dict[str, pathrag.Entity | None], dict[tuple[str, str], pathrag.Relation | None], list[str]]

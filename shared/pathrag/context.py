@@ -209,8 +209,9 @@ async def abuild_path_texts(store: GraphStore, paths: Sequence[ScoredPath]) -> l
 @dataclass(frozen=True)
 class PathContext:
     """The laid-out context: ``text``, the paths it holds (ascending), its token count, how many
-    retrieved items did not fit, the items it holds in the order shown, and the answer instructions
-    that go after it."""
+    retrieved items did not fit, the items it holds in the order shown, the answer instructions that go
+    after it, and the items again in the order the layout took them (``ranked``: the most important
+    first, what an adapter returns as its top ``k``)."""
 
     text: str
     paths: tuple[ScoredPath, ...]
@@ -218,6 +219,7 @@ class PathContext:
     dropped: int
     items: tuple[RetrievedItem, ...] = ()
     instructions: str = ANSWER_INSTRUCTIONS
+    ranked: tuple[RetrievedItem, ...] = ()
 
 
 def _block(number: int, path: ScoredPath, text: str) -> str:
@@ -279,8 +281,8 @@ def build_context(
 
 def _graph_block(number: int, item: RetrievedItem) -> str:
     if item.path is not None:
-        return f"Path {number}: {item.text}"
-    return f"Entity {number} (on no path): {item.text}"
+        return f"Path {number}:\n{item.text}"
+    return f"Entity {number} (on no path):\n{item.text}"
 
 
 def _passage_block(number: int, item: RetrievedItem) -> str:
@@ -300,6 +302,7 @@ def _evidence_text(query: str, passages: Sequence[RetrievedItem], graph: Sequenc
 
 _PASSAGES_HEADER, _PATHS_HEADER = EVIDENCE_TEMPLATE.split("\n\n")[1], EVIDENCE_TEMPLATE.split("\n\n")[3]
 _PASSAGES_ONLY_TEMPLATE = EVIDENCE_TEMPLATE[: EVIDENCE_TEMPLATE.index(f"\n\n{_PATHS_HEADER}")]
+_PATHS_ONLY_HEADER = CONTEXT_TEMPLATE.split("\n\n")[1]  # the paths layout's header, when no passage is shown
 
 
 def instructions_for(*, passages: bool, paths: bool) -> str:
@@ -324,7 +327,8 @@ def context_blocks(context: PathContext) -> list[tuple[str, str]]:
     graph = [item for item in context.items if item.kind != "passage"]
     blocks = [(f"Passage {n}:\n", item.text.strip()) for n, item in enumerate(passages, start=1)]
     graph_blocks = [(_graph_block(n, item).removesuffix(item.text), item.text) for n, item in enumerate(graph, start=1)]
-    for section, header in ((blocks, _PASSAGES_HEADER), (graph_blocks, _PATHS_HEADER)):
+    paths_header = _PATHS_HEADER if blocks else _PATHS_ONLY_HEADER
+    for section, header in ((blocks, _PASSAGES_HEADER), (graph_blocks, paths_header)):
         if section:
             section[0] = (f"{header}\n\n{section[0][0]}", section[0][1])
     return blocks + graph_blocks
@@ -370,13 +374,17 @@ def build_evidence_context(
     ['c2', 'p1']
     """
     max_tokens = check_max_tokens(max_tokens)
-    if max_items is not None and not (isinstance(max_items, int) and not isinstance(max_items, bool) and max_items >= 1):
+    if max_items is not None and not (
+        isinstance(max_items, int) and not isinstance(max_items, bool) and max_items >= 1
+    ):
         raise ValueError(f"max_items must be None or an int >= 1, got {max_items!r}")
     passages = sorted((i for i in items if i.kind == "passage"), key=lambda i: -i.score)
     graph = sorted((i for i in items if i.kind != "passage"), key=lambda i: (i.path is None, -i.score, i.hops, i.nodes))
     # the frame with both section headers: an upper bound of what surrounds the blocks
     header = count_tokens(
-        _evidence_text(query, [], []) if not passages else EVIDENCE_TEMPLATE.format(question=query, passages="", paths=""),
+        _evidence_text(query, [], [])
+        if not passages
+        else EVIDENCE_TEMPLATE.format(question=query, passages="", paths=""),
         token_counter,
     )
     room = None if max_tokens is None else max_tokens - header
@@ -414,6 +422,7 @@ def build_evidence_context(
         dropped=len(items) - len(shown),
         items=shown,
         instructions=instructions_for(passages=bool(shown_passages), paths=bool(shown_graph)),
+        ranked=tuple(chosen),
     )
 
 
@@ -444,19 +453,19 @@ def items_context(
             token_counter=token_counter,
         )
         by_path = {item.path: item for item in paths}
+        shown = tuple(by_path[p] for p in built.paths)
         return PathContext(
             built.text,
             built.paths,
             built.tokens,
             len(items) - len(built.paths),
-            tuple(by_path[p] for p in built.paths),
+            shown,
             ANSWER_INSTRUCTIONS,
+            shown[::-1],
         )
     if layout != "evidence":
         raise ValueError(f"layout must be 'evidence' or 'paths', got {layout!r}")
-    return build_evidence_context(
-        query, items, max_tokens=max_tokens, token_counter=token_counter, max_items=max_items
-    )
+    return build_evidence_context(query, items, max_tokens=max_tokens, token_counter=token_counter, max_items=max_items)
 
 
 def result_context(

@@ -285,7 +285,7 @@ def ask_demo_question(
 ) -> QuestionRun:
     """Retrieve the key paths for one question, lay out the prompt and, with ``answer_llm``, answer it."""
     result = index.retrieve(question.question, params=params)
-    context = result_context(result, max_tokens=None)  # the demo shows all the evidence it found
+    context = result_context(result)  # within the default budget, as every entry point lays it out
     prompt = answer_prompt(context)
     return QuestionRun(
         question, result, context, prompt, answer_llm.complete(prompt) if answer_llm is not None else None

@@ -149,6 +149,8 @@ def check_max_tokens(value: Any) -> int | None:
     ...
     ValueError: max_tokens must be None or an int from 1 to 10,000,000, got 0
     """
-    if value is None or (_is_int(value) and 1 <= value <= MAX_TOKENS_LIMIT):
-        return value
+    if value is None:
+        return None
+    if _is_int(value) and 1 <= value <= MAX_TOKENS_LIMIT:
+        return int(value)
     raise ValueError(f"max_tokens must be None or an int from 1 to {MAX_TOKENS_LIMIT:,}, got {value!r}")

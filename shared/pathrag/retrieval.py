@@ -346,9 +346,7 @@ def retrieve(
         TypeError: ``query`` is not a string, or an override is not a :class:`RetrievalParams` field.
         ValueError: an override has an invalid value, or the query is longer than :data:`MAX_QUERY_CHARS`.
     """
-    return _run(
-        _retrieval(query, graph, entity_index, passage_index, relation_index, llm, _params(params, overrides))
-    )
+    return _run(_retrieval(query, graph, entity_index, passage_index, relation_index, llm, _params(params, overrides)))
 
 
 async def aretrieve(
@@ -512,7 +510,9 @@ def _query_paths(
     weighted = weigh_relations(_unique(candidates), ranks, alpha=params.alpha)
     chains = chain_relations(weighted, origins=set(named), max_paths=params.top_k, max_hops=params.max_hops)
     if len(named) >= 2:  # the paper's flow joins the named entities; relations like the question score them
-        joining = yield _Step(lambda: find_key_paths(graph, named, params), lambda: afind_key_paths(graph, named, params))
+        joining = yield _Step(
+            lambda: find_key_paths(graph, named, params), lambda: afind_key_paths(graph, named, params)
+        )
         hops = [pair for path in joining for pair in path_pairs(path)]
         found = (yield _Step(lambda: graph.get_relations(hops), lambda: graph.aget_relations(hops))) if hops else {}
         chains = merge_chains(chains, joining, found, weighted, params.top_k, set(named))

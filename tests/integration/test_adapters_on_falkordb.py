@@ -62,9 +62,10 @@ async def test_langchain_indexer_on_falkordb_matches_the_embedded_store(falkordb
     before = await paths(on_falkordb)
     assert before and documents(before) == documents(await paths(embedded))
     assert {"IDA", "SEA WALL", "MARA"} <= nodes_of(before)
-    # paths: one query per hop (max_hops=3), one for entities, one for relations; passages: the anchor's
-    # flow, one query per hop, and one for the entities it reached
-    assert store.round_trips <= (3 + 2) + (3 + 1)
+    # the names the question spells: one query; passages: the anchor's flow, one query per hop (max_hops=3),
+    # one for the entities it reached; query-aware paths: one for the candidate relations; the paper's paths
+    # between the named entities: one query per hop and one for their relations; the fill: one for entities
+    assert store.round_trips <= 1 + (3 + 1) + 1 + (3 + 1) + 1
 
     for indexer in (on_falkordb, embedded):
         summary = await indexer.adelete(["wall"]) if use_async else indexer.delete("wall")
@@ -169,7 +170,7 @@ def check_same_paths_as_the_in_memory_store(store) -> None:
     got = on_database.retrieve(QUESTION)
     assert got and summary(got) == summary(on_memory.retrieve(QUESTION))
     assert {"MARA", "SEA WALL"} <= {n for node in got for n in node.node.metadata["nodes"]}
-    assert "relation IDA -> SEA WALL [design]: Ida designed the Sea Wall." in "\n".join(n.node.text for n in got)
+    assert "IDA —design→ SEA WALL" in "\n".join(n.node.text for n in got)
     assert counted.calls["vector_query"] == 2  # one per low-level keyword
     assert counted.calls["get_triplets"] == 1  # hops pushed down: only the path texts' relations
 
@@ -177,7 +178,7 @@ def check_same_paths_as_the_in_memory_store(store) -> None:
     for index in (database, memory):
         PathRAGQueryEngine.from_index(index, llm=llm, num_seeds=4, top_k=8).query(QUESTION)
     answers = [p for p in llm.prompts if QUESTION in p and not p.startswith(KEYWORDS_HEAD)]
-    assert len(answers) == 2 and answers[0] == answers[1] and "relation IDA -> SEA WALL" in answers[0]
+    assert len(answers) == 2 and answers[0] == answers[1] and "IDA —design→ SEA WALL" in answers[0]
 
 
 def test_llama_index_retriever_on_falkordb_property_graph_store(falkordb_pg_store):
@@ -207,7 +208,7 @@ def test_llama_index_graph_from_simple_llm_path_extractor_on_falkordb(falkordb_p
         for row in falkordb_pg_store.structured_query("CALL db.relationshipTypes() YIELD relationshipType AS type")
     }
     assert {"Designed", "Lives in", "MENTIONS"} <= types  # one relationship type per label, provenance too
-    assert "Ida\n  relation Ida -> Sea wall [designed]\nSea wall" in [text for *_, text in answers[0]]
+    assert "Ida —designed→ Sea wall" in [text for *_, text in answers[0]]
 
 
 @pytest.mark.parametrize("corpus", ["pathrag", "simple_llm_paths"])

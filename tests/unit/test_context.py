@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from pathrag import Entity, NetworkXGraphStore, Relation, ScoredPath, find_key_paths
+from pathrag import Entity, NetworkXGraphStore, Relation, RetrievedItem, ScoredPath, find_key_paths
 from pathrag.context import abuild_path_texts, build_context, build_path_texts, render_path
 
 
@@ -106,8 +106,6 @@ def test_worked_example_context_end_to_end():
 
 
 def _evidence_items():
-    from pathrag import RetrievedItem
-
     passages = [
         RetrievedItem("passage", f"c{i}", f"passage {i} " + "word " * 20, 1.0 - i / 10, (), (f"c{i}",))
         for i in range(5)
@@ -121,41 +119,62 @@ def _evidence_items():
 
 def test_evidence_layout_is_query_passages_ascending_then_paths_most_reliable_last():
     from pathrag.context import build_evidence_context, context_blocks
+    from pathrag.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, PASSAGE_INSTRUCTIONS
 
     passages, new_fact, repeat = _evidence_items()
     ctx = build_evidence_context("Q?", [new_fact, *passages, repeat], token_counter=len)
     assert [i.id for i in ctx.items] == ["c4", "c3", "c2", "c1", "c0", "p-old", "p-new"]
     text = ctx.text
     assert text.startswith("Question: Q?\n\nPassages, least to most relevant:\n\nPassage 1:\npassage 4")
-    assert text.index("Passage 5:\npassage 0") < text.index("Path 1 (1 hop, reliability 1.200)") < text.index("A -> Z")
+    assert text.index("Passage 5:\npassage 0") < text.index("Path 1:\nA -> B") < text.index("Path 2:\nA -> Z")
     assert "Question: Q?\n\n" + "\n\n".join(h + b for h, b in context_blocks(ctx)) == text
+    assert ctx.instructions == EVIDENCE_INSTRUCTIONS
     passages_only = build_evidence_context("Q?", passages, token_counter=len)
     assert "Relational paths" not in passages_only.text  # no path shown: no paths section
+    assert passages_only.instructions == PASSAGE_INSTRUCTIONS  # and no word of paths in the instructions
     assert "Question: Q?\n\n" + "\n\n".join(h + b for h, b in context_blocks(passages_only)) == passages_only.text
+    paths_only = build_evidence_context("Q?", [new_fact, repeat], token_counter=len)
+    assert paths_only.instructions == ANSWER_INSTRUCTIONS and "Passages" not in paths_only.text
 
 
-def test_evidence_budget_passages_first_paths_only_in_their_share_and_only_with_new_facts():
+def test_evidence_budget_best_path_first_then_passages_then_paths_with_new_facts():
     from pathrag.context import build_evidence_context
 
     passages, new_fact, repeat = _evidence_items()
-    items = [new_fact, repeat, *passages]
-    kinds = lambda ctx: [i.id for i in ctx.items]  # noqa: E731
-    for budget in (300, 400, 450, 500, 700):
-        plain = build_evidence_context("Q?", items, max_tokens=budget, token_counter=len)
-        shared = build_evidence_context("Q?", items, max_tokens=budget, token_counter=len, path_share=0.25)
-        assert plain.tokens <= budget and shared.tokens <= budget
-        assert "p-new" in kinds(shared)  # it brings a fact from elsewhere, and its share has room for it
-        n_plain = sum(i.kind == "passage" for i in plain.items)
-        n_shared = sum(i.kind == "passage" for i in shared.items)
-        assert n_shared <= n_plain  # a path may take a passage's place, never add passages
-        if "p-new" not in kinds(plain):  # passages first: no room was left for the path
-            assert n_plain > n_shared or plain.tokens + 45 > budget
-    # p-old repeats c0 (its only source), so only p-new may take the passages' room; leftover room takes both
-    narrow = build_evidence_context("Q?", items, max_tokens=320, token_counter=len, path_share=0.2)
-    assert "p-new" in kinds(narrow) and "p-old" not in kinds(narrow) and "c0" in kinds(narrow)
-    ample = build_evidence_context("Q?", items, max_tokens=10_000, token_counter=len, path_share=0.2)
-    assert set(kinds(ample)) == {i.id for i in items}
-    tiny_share = build_evidence_context("Q?", items, max_tokens=450, token_counter=len, path_share=0.001)
-    assert tiny_share.text == build_evidence_context("Q?", items, max_tokens=450, token_counter=len).text
-    with pytest.raises(ValueError, match="path_share"):
-        build_evidence_context("Q?", items, max_tokens=450, path_share=1.5)
+    items = [repeat, *passages, new_fact]
+    ids = lambda ctx: [i.id for i in ctx.items]  # noqa: E731
+    whole = build_evidence_context("Q?", items, token_counter=len)
+    for budget in range(120, whole.tokens + 1, 7):
+        ctx = build_evidence_context("Q?", items, max_tokens=budget, token_counter=len)
+        assert ctx.tokens <= budget
+        shown = ids(ctx)
+        assert "p-new" in shown  # the best path is always shown when it fits
+        passages_shown = [i for i in shown if i.startswith("c")]
+        # passages best first: the ones shown are the best ones
+        assert sorted(passages_shown) == [f"c{n}" for n in range(len(passages_shown))]
+        if "p-old" in shown:  # p-old only repeats c0: it comes after every passage that fits
+            unshown = [p for p in passages if p.id not in shown]
+            assert all(len(f"\n\nPassage 9:\n{p.text}") > budget - ctx.tokens for p in unshown)
+    assert ids(whole) == ["c4", "c3", "c2", "c1", "c0", "p-old", "p-new"]
+    # a path bringing a fact from a passage not shown is taken before one repeating a shown passage
+    other_new = RetrievedItem(
+        "path", "p-far", "A -> Y", 0.5, ("A", "Y"), ("c8",), ScoredPath(nodes=("A", "Y"), score=0.5)
+    )
+    room = build_evidence_context("Q?", [*passages, new_fact], token_counter=len).tokens + 25  # one short path
+    ctx = build_evidence_context("Q?", [*items, other_new], max_tokens=room, token_counter=len)
+    assert "p-far" in ids(ctx) and "p-old" not in ids(ctx)
+
+
+def test_evidence_max_items_keeps_the_first_items_of_the_order():
+    from pathrag.context import build_evidence_context
+
+    passages, new_fact, repeat = _evidence_items()
+    items = [repeat, *passages, new_fact]
+    assert [i.id for i in build_evidence_context("Q?", items, max_items=1).items] == ["p-new"]
+    assert [i.id for i in build_evidence_context("Q?", items, max_items=3).items] == ["c1", "c0", "p-new"]
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="max_items"):
+            build_evidence_context("Q?", items, max_items=bad)
+    for bad in (0, -5, 10**9, 2.5):
+        with pytest.raises(ValueError, match="max_tokens"):
+            build_evidence_context("Q?", items, max_tokens=bad)

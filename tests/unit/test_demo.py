@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from pathrag import HashingEmbedder, PathRAGIndex, as_language_model
+from pathrag.context import DEFAULT_CONTEXT_TOKENS
 from pathrag.demo import (
     DEMO_PARAMS,
     ReplayLLM,
@@ -194,11 +195,14 @@ def test_demo_prompt_is_the_context_then_the_instructions(demo_run) -> None:
         assert run.prompt.startswith(f"Question: {run.question.question}\n")
         assert run.context.instructions == EVIDENCE_INSTRUCTIONS  # the demo store has passages
         assert run.prompt == f"{run.context.text}\n\n{EVIDENCE_INSTRUCTIONS}"
-        blocks = re.findall(r"^Path \d+ \((\d) hops?, reliability ([0-9.]+)\):$", run.prompt, re.M)
-        assert len(blocks) == len(run.result.paths)
-        assert [float(score) for _, score in blocks] == sorted(float(score) for _, score in blocks)
-        for item in run.result.paths:
+        blocks = re.findall(r"^Path (\d+):$", run.prompt, re.M)
+        shown = [item for item in run.context.items if item.kind == "path"]
+        assert 1 <= len(blocks) == len(shown) <= len(run.result.paths)  # the best path at least, within budget
+        assert [item.score for item in shown] == sorted(item.score for item in shown)  # most reliable last
+        assert run.result.paths[0] in shown
+        for item in shown:
             assert item.text in run.prompt
+        assert run.context.tokens <= DEFAULT_CONTEXT_TOKENS  # the default budget, as everywhere
         assert run.answer is None
 
 

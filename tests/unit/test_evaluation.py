@@ -745,7 +745,7 @@ def test_dense_configuration_sends_passages_only_within_the_budget():
 
     from pathrag.demo import DEMO_PARAMS, open_demo_index
     from pathrag.evaluation import ConfigurationOptions
-    from pathrag.prompts import EVIDENCE_INSTRUCTIONS
+    from pathrag.prompts import PASSAGE_INSTRUCTIONS
 
     index, _ = open_demo_index()
     try:
@@ -758,7 +758,7 @@ def test_dense_configuration_sends_passages_only_within_the_budget():
         assert context.text.startswith(f"Question: {question}") and "Passage 1:" in context.text
         assert "\nPath " not in context.text and counter(context.text) <= 900
         assert 1 <= len(context.items) < 6 and all(item.kind == "passage" for item in context.items)
-        assert context.instructions == EVIDENCE_INSTRUCTIONS
+        assert context.instructions == PASSAGE_INSTRUCTIONS  # no word of paths when none is shown
         scores = [item.score for item in context.items]
         assert scores == sorted(scores)  # least similar first, the nearest next to the instructions
     finally:

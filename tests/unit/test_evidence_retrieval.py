@@ -18,6 +18,7 @@ from pathrag import (
     VectorItem,
     aretrieve,
     aspread_resources,
+    find_key_paths,
     propagate_resources,
     retrieve,
     spread_resources,
@@ -119,7 +120,8 @@ def test_the_anchor_flow_ranks_the_bridge_passage_above_a_look_alike():
     paths_only = retrieve(
         QUESTION, graph=graph, entity_index=entity_index, passage_index=passages, num_seeds=3, context="paths"
     )
-    assert paths_only.passages == [] and paths_only.items == [i for i in result.items if i.kind != "passage"]
+    assert paths_only.passages == [] and paths_only.paths
+    assert [i.path for i in paths_only.paths] == find_key_paths(graph, paths_only.seeds)  # the paper's, unchanged
     again = asyncio.run(
         aretrieve(QUESTION, graph=graph, entity_index=entity_index, passage_index=passages, num_seeds=3)
     )

@@ -75,9 +75,12 @@ def test_chain_prompt_is_the_core_prompt_for_the_same_question(budget):
     """One context everywhere: the chain sends exactly answer_prompt(result_context(...)) of the core."""
     built = indexer()
     llm = ScriptedChatModel(answer=ANSWER)
-    create_pathrag_chain(built.as_retriever(llm=None), llm, max_tokens=budget).invoke(QUESTION)
-    core = answer_prompt(result_context(built.index.retrieve(QUESTION, keyword_llm=False), max_tokens=budget))
-    assert "\nPassage 1:\n" in core  # the default context holds passages
+    retriever = built.as_retriever(llm=None, k=50, max_tokens=budget)  # one budget for retriever and chain
+    create_pathrag_chain(retriever, llm, max_tokens=budget).invoke(QUESTION)
+    result = built.index.retrieve(QUESTION, keyword_llm=False, max_tokens=budget)
+    core = answer_prompt(result_context(result, max_items=50))
+    assert "\nPath 1:\n" in core  # the best path is always shown
+    assert ("\nPassage 1:\n" in core) == (budget != 150)  # and passages wherever they fit
     assert llm.prompts == [core]
 
 
@@ -124,6 +127,6 @@ async def test_bad_chain_input_is_a_type_error(bad):
 def test_chain_prompt_is_the_core_prompt_in_the_paths_layout_too():
     built = indexer()
     llm = ScriptedChatModel(answer=ANSWER)
-    create_pathrag_chain(built.as_retriever(llm=None, context="paths", k=20), llm).invoke(QUESTION)
+    create_pathrag_chain(built.as_retriever(llm=None, context="paths", top_k=20, k=20), llm).invoke(QUESTION)
     core = answer_prompt(result_context(built.index.retrieve(QUESTION, keyword_llm=False, context="paths", top_k=20)))
     assert llm.prompts == [core] and core.endswith(ANSWER_INSTRUCTIONS)

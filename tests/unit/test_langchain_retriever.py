@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from langchain_pathrag import ENTITY_SEARCH_TAG, KEYWORDS_TAG, PathRAGIndexer, PathRAGRetriever
 from pathrag import Entity, HashingEmbedder, InMemoryVectorIndex, NetworkXGraphStore, Relation, VectorItem
+from pathrag.tokens import approximate_token_count
 
 from ..langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings
 
@@ -43,14 +44,8 @@ def small_graph() -> tuple[NetworkXGraphStore, InMemoryVectorStore]:
 
 
 def test_documents_are_paths_best_first_with_metadata_and_stable_ids():
-    docs = (
-        indexer()
-        .as_retriever(
-            context="paths",
-        )
-        .invoke(QUESTION)
-    )
-    assert len(docs) == 15  # top_k defaults to the paper's K
+    docs = indexer().as_retriever(context="paths", k=15).invoke(QUESTION)
+    assert len(docs) == 15  # top_k defaults to the paper's K, and k=15 asks for all of them
     scores = [d.metadata["score"] for d in docs]
     assert scores == sorted(scores, reverse=True)
     for doc in docs:
@@ -59,24 +54,44 @@ def test_documents_are_paths_best_first_with_metadata_and_stable_ids():
         assert doc.metadata["source_ids"] and all(s.startswith("chunk-") for s in doc.metadata["source_ids"])
         assert all(node in doc.page_content for node in doc.metadata["nodes"])
     assert len({d.id for d in docs}) == len(docs)
-    assert [
-        d.id
-        for d in indexer()
-        .as_retriever(
-            context="paths",
-        )
-        .invoke(QUESTION)
-    ] == [d.id for d in docs]
+    assert [d.id for d in indexer().as_retriever(context="paths", k=15).invoke(QUESTION)] == [d.id for d in docs]
 
 
-def test_k_on_the_constructor_and_per_call():
-    retriever = indexer().as_retriever(context="paths", k=4)
-    assert retriever.top_k == 4 and len(retriever.invoke(QUESTION)) == 4
-    assert len(indexer().as_retriever(context="paths", top_k=2).invoke(QUESTION)) == 2
-    assert len(retriever.invoke(QUESTION, k=1)) == 1
-    assert len(retriever.invoke(QUESTION, k=0)) == 0
-    assert [len(docs) for docs in retriever.batch([QUESTION, ""], k=2)] == [2, 0]
-    assert [d.id for d in retriever.invoke(QUESTION, k=2)] == [d.id for d in retriever.invoke(QUESTION)[:2]]
+def test_k_is_the_number_of_documents_in_both_layouts():
+    defaults = indexer().as_retriever()
+    assert defaults.k == 4 and len(defaults.invoke(QUESTION)) == 4  # LangChain's usual small default
+    kinds = [d.metadata["kind"] for d in defaults.invoke(QUESTION)]
+    assert kinds[0] == "path" and "passage" in kinds  # the best path, then the passages
+    for context in ("evidence", "paths"):
+        retriever = indexer().as_retriever(context=context, k=3)
+        assert retriever.k == 3 and len(retriever.invoke(QUESTION)) == 3
+        assert len(retriever.invoke(QUESTION, k=1)) == 1
+        assert [len(docs) for docs in retriever.batch([QUESTION, ""], k=2)] == [2, 0]
+        assert [d.id for d in retriever.invoke(QUESTION, k=2)] == [d.id for d in retriever.invoke(QUESTION)[:2]]
+        assert len(indexer().as_retriever(search_kwargs={"k": 2}, context=context).invoke(QUESTION)) == 2
+        with pytest.raises(ValueError, match="k is the number of documents"):
+            retriever.invoke(QUESTION, k=0)
+    # top_k bounds the paths retrieved, k the documents returned
+    assert len(indexer().as_retriever(context="paths", top_k=2, k=10).invoke(QUESTION)) == 2
+
+
+def test_the_token_budget_bounds_what_the_documents_hold():
+    from pathrag.context import DEFAULT_CONTEXT_TOKENS, result_context
+
+    for budget in (150, 600, None):
+        docs = indexer().as_retriever(k=100, max_tokens=budget).invoke(QUESTION)
+        result = indexer().index.retrieve(QUESTION, keyword_llm=False, max_tokens=budget)
+        assert [d.id for d in docs] == [i.id for i in result_context(result).ranked]
+        if budget is not None:
+            assert sum(approximate_token_count(d.page_content) for d in docs) <= budget
+    # the default budget applies when none is given: everything retrieved would not fit
+    everything = indexer().as_retriever(k=100, max_tokens=None).invoke(QUESTION)
+    bounded = indexer().as_retriever(k=100).invoke(QUESTION)
+    assert len(bounded) <= len(everything)
+    assert sum(approximate_token_count(d.page_content) for d in bounded) <= DEFAULT_CONTEXT_TOKENS
+    for bad in (0, -1, 10**12, "600"):
+        with pytest.raises(ValidationError, match="max_tokens"):
+            indexer().as_retriever(max_tokens=bad)
 
 
 async def test_async_and_sync_give_the_same_documents():
@@ -190,10 +205,10 @@ def test_unknown_or_bad_arguments_are_errors():
     graph, store = small_graph()
     with pytest.raises(ValidationError, match="kk"):
         PathRAGRetriever(graph_store=graph, entity_index=store, kk=3)
-    with pytest.raises(ValidationError, match="top_k must be an int >= 0"):
+    with pytest.raises(ValidationError, match="k is the number of documents"):
         PathRAGRetriever(graph_store=graph, entity_index=store, k=-1)
-    with pytest.raises(ValidationError):
-        PathRAGRetriever(graph_store=graph, entity_index=store, k=3, top_k=4)
+    with pytest.raises(ValidationError, match="k is the number of documents"):
+        PathRAGRetriever(graph_store=graph, entity_index=store, k=0)
     with pytest.raises(ValidationError, match="expected a LangChain VectorStore or a pathrag.VectorIndex"):
         PathRAGRetriever(graph_store=graph, entity_index={"MARA": [0.1]})
     with pytest.raises(ValidationError, match="expected a networkx graph or a pathrag.GraphStore"):
@@ -201,10 +216,10 @@ def test_unknown_or_bad_arguments_are_errors():
     retriever = PathRAGRetriever(graph_store=graph, entity_index=store)
     with pytest.raises(TypeError, match="unknown retrieval parameter.*: kk"):
         retriever.invoke("Mara", kk=3)
-    with pytest.raises(TypeError, match="not both"):
-        retriever.invoke("Mara", k=1, top_k=2)
-    with pytest.raises(ValueError, match="top_k must be an int >= 0"):
+    with pytest.raises(ValueError, match="k is the number of documents"):
         retriever.invoke("Mara", k="3")
+    with pytest.raises(TypeError, match="query must be a str"):
+        retriever.invoke(42)
     assert len(retriever.invoke("Mara Gull", num_seeds=1)) == 1  # other parameters per call: one seed, its fill
 
 

@@ -95,17 +95,17 @@ def test_add_texts_bad_input_is_a_clear_error():
 def test_search_kwargs_mean_the_retriever_fields():
     indexer = PathRAGIndexer.from_documents([HARBOUR, WALL], ScriptedChatModel(), embeddings())
     retriever = indexer.as_retriever(context="paths", search_kwargs={"k": 2, "num_seeds": 5, "max_hops": 2})
-    assert (retriever.top_k, retriever.num_seeds, retriever.max_hops) == (2, 5, 2)
+    assert (retriever.k, retriever.num_seeds, retriever.max_hops) == (2, 5, 2)
     docs = retriever.invoke(QUESTION)
     assert len(docs) == 2 and docs == indexer.as_retriever(context="paths", k=2, num_seeds=5, max_hops=2).invoke(
         QUESTION
     )
     assert indexer.as_retriever(context="paths", search_kwargs={"top_k": 1}, llm=None).invoke(QUESTION)[0] in docs
-    assert (
-        indexer.as_retriever(context="paths", search_kwargs={"k": 3}, top_k=3).top_k == 3
-    )  # the same value twice is fine
-    with pytest.raises(ValueError, match="conflicts with top_k=3"):
-        indexer.as_retriever(context="paths", search_kwargs={"k": 3}, top_k=4)
+    assert indexer.as_retriever(context="paths", search_kwargs={"k": 3}, k=3).k == 3  # the same value twice is fine
+    with pytest.raises(ValueError, match="conflicts with k=3"):
+        indexer.as_retriever(context="paths", search_kwargs={"k": 3}, k=4)
+    both = indexer.as_retriever(context="paths", search_kwargs={"k": 3}, top_k=4)  # k: documents; top_k: paths
+    assert (both.k, both.top_k) == (3, 4) and len(both.invoke(QUESTION)) == 3
     with pytest.raises(ValueError, match="unknown retriever parameter 'fetch_k'.*num_seeds"):
         indexer.as_retriever(context="paths", search_kwargs={"fetch_k": 20})
     with pytest.raises(ValueError, match="no search_type"):
@@ -287,7 +287,7 @@ async def test_indexing_whole_documents_re_extracts_only_the_changed_chunks():
 async def test_document_index_contract_and_bad_input():
     indexer = PathRAGIndexer(ScriptedChatModel(), embeddings())
     destination = indexer.as_document_index(context="paths", search_kwargs={"k": 2})
-    assert isinstance(destination, PathRAGDocumentIndex) and destination.retriever.top_k == 2
+    assert isinstance(destination, PathRAGDocumentIndex) and destination.retriever.k == 2
     assert destination.upsert([HARBOUR, WALL]) == {"succeeded": ["harbour", "wall"], "failed": []}
     assert [d.id for d in await destination.aget(["wall", "missing"])] == ["wall"]
     assert destination.get(["wall"])[0].metadata == {"source": "wall.txt"}

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from llama_index_pathrag import HashingEmbedding, PathRAGRetriever
-from pathrag.demo import DEMO_PARAMS, ReplayLLM, run_demo
+from pathrag import retrieve
+from pathrag.context import result_context
+from pathrag.demo import DEMO_PARAMS, ReplayLLM, load_questions, open_demo_index
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "llama_index_quickstart.py"
 
@@ -44,11 +46,19 @@ def test_llama_index_pipeline_retrieves_exactly_what_the_core_pipeline_does(exam
         llm=llm,
         **dataclasses.asdict(DEMO_PARAMS),
     )
-    for run in run_demo().questions:  # the core: PathRAGIndex over the same recorded extractions
-        ours = [
-            (n.node.metadata["kind"], tuple(n.node.metadata["nodes"]), round(n.score, 9), n.node.text)
-            for n in retriever.retrieve(run.question.question)
-        ]
-        # the LlamaIndex retriever returns the graph items (its store holds no passage index yet)
-        assert ours == [(i.kind, i.nodes, round(i.score, 9), i.text) for i in run.result.items if i.kind != "passage"]
-        assert run.rank_of(run.question.expected_path) is not None
+    core, _ = open_demo_index()  # the core: PathRAGIndex over the same recorded extractions
+    try:
+        for question in load_questions():
+            ours = [
+                (n.node.metadata["kind"], tuple(n.node.metadata["nodes"]), round(n.score, 9), n.node.text)
+                for n in retriever.retrieve(question.question)
+            ]
+            # the property graph holds no passages and no relation vectors: the core without them
+            result = retrieve(
+                question.question, graph=core.graph, entity_index=core.entity_index, llm=core.llm, params=DEMO_PARAMS
+            )
+            assert ours == [(i.kind, i.nodes, round(i.score, 9), i.text) for i in result_context(result).ranked]
+            wanted = {tuple(question.expected_path), tuple(reversed(question.expected_path))}
+            assert any(nodes in wanted for _, nodes, _, _ in ours)
+    finally:
+        core.close()

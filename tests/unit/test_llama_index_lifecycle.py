@@ -149,18 +149,23 @@ def test_delete_ref_doc_equals_never_inserting_it(deleted, from_docstore):
     full.delete_ref_doc(deleted, delete_from_docstore=from_docstore)
     assert extraction_calls(llm) == calls  # a delete never calls the model
 
+    never_vectors = SimpleVectorStore()
     never = build(
         SimplePropertyGraphStore(),
         llm,
         [markdown(kept[0])],
         *(markdown(d) for d in kept[1:]),
-        vector_store=SimpleVectorStore(),
+        vector_store=never_vectors,
     )
     after = snapshot(full.property_graph_store)
     assert after == snapshot(never.property_graph_store) != before
     assert set(vectors.data.embedding_dict) == set(after["entities"])  # embeddings of deleted entities are gone
-    if deleted in "BD":  # entities whose first record was in another document keep their first embedding
+    # an entity keeps the embedding of its first record; where no first record was in the deleted document,
+    # the embeddings, and so the retrieval, are those of never inserting it
+    if vectors.data.embedding_dict == never_vectors.data.embedding_dict:
         assert paths(full, llm) == paths(never, llm)
+    else:  # which documents hold first records depends on the LlamaIndex version's embedding text
+        assert deleted in "ABC"
     assert deleted not in full.docstore.get_all_ref_doc_info() or not from_docstore
     left = [d for d in chunk_documents(full.property_graph_store) if d == deleted]
     if from_docstore:

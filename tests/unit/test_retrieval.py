@@ -81,7 +81,9 @@ def test_pick_seeds_round_robin_and_dedup():
 
 
 def test_retrieve_without_llm_uses_the_query_text(index):
-    result = index.retrieve("How is Mara connected to the Great Surge?", keyword_llm=False, num_seeds=4)
+    result = index.retrieve(
+        "How is Mara connected to the Great Surge?", keyword_llm=False, num_seeds=4, context="paths"
+    )
     assert result.keywords == Keywords(low_level=("How is Mara connected to the Great Surge?",))
     paths = result.paths
     assert paths, "expected at least one path"
@@ -92,7 +94,7 @@ def test_retrieve_without_llm_uses_the_query_text(index):
 
 
 def test_path_sources_are_the_union_of_entity_and_relation_chunks(index):
-    result = index.retrieve("Mara Saltmere", keyword_llm=False, num_seeds=2, top_k=1)
+    result = index.retrieve("Mara Saltmere", keyword_llm=False, num_seeds=2, top_k=1, context="paths")
     item = result.items[0]
     assert item.kind == "path" and set(item.nodes) == {"MARA", "SALTMERE"}
     expected = set(index.graph.get_entities(["MARA"])["MARA"].source_ids) | set(

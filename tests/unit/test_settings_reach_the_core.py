@@ -3,7 +3,8 @@
 ``CHANGED`` gives each field of :class:`pathrag.RetrievalParams` a value other than its default; a test
 fails until a new field is added there, and then proves that the LangChain retriever (constructor and
 per call), the LlamaIndex retriever and the command line (``--param``) all hand it to the core. What
-reaches the core is what :func:`pathrag.retrieval.retrieve` passes to the path search.
+reaches the core is the settings the retrieval itself (``pathrag.retrieval._retrieval``, what
+:func:`~pathrag.retrieval.retrieve` and :func:`~pathrag.retrieval.aretrieve` run) is given.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ CHANGED = {
     "num_seeds": 7,
     "context": "paths",
     "num_passages": 9,
+    "num_relations": 50,
+    "max_tokens": 900,
 }
 
 
@@ -50,18 +53,15 @@ def test_every_setting_has_a_changed_value_and_one_place_holds_the_defaults() ->
 
 @pytest.fixture
 def reached(monkeypatch: pytest.MonkeyPatch) -> list[RetrievalParams]:
-    """The settings each retrieval hands to the path search, in order."""
+    """The settings each retrieval is run with, in order."""
     seen: list[RetrievalParams] = []
+    retrieval = pathrag.retrieval._retrieval
 
-    def find_key_paths(graph, seeds, params):  # noqa: ARG001 - records what the core was given
-        seen.append(params)
-        return []
+    def recording(*arguments):  # the settings are its last argument
+        seen.append(arguments[-1])
+        return retrieval(*arguments)
 
-    async def afind_key_paths(graph, seeds, params):
-        return find_key_paths(graph, seeds, params)
-
-    monkeypatch.setattr(pathrag.retrieval, "find_key_paths", find_key_paths)
-    monkeypatch.setattr(pathrag.retrieval, "afind_key_paths", afind_key_paths)
+    monkeypatch.setattr(pathrag.retrieval, "_retrieval", recording)
     return seen
 
 

@@ -64,7 +64,7 @@ def contents(index: PathRAGIndex) -> dict:
 
 def paths(index: PathRAGIndex) -> dict:
     return {
-        q: [[list(p.nodes), round(p.score, 9)] for p in index.retrieve(q, keyword_llm=False).paths]
+        q: [[list(p.nodes), round(p.score, 9)] for p in index.retrieve(q, keyword_llm=False, context="paths").paths]
         for q in EXPECTED["paths"]
     }
 
