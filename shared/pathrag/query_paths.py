@@ -15,11 +15,11 @@ paths are built from relations, in three steps:
    each hop does in the flow. Measured on MuSiQue (``benchmarks/multihop_qa.py``): relations by
    similarity alone hold the answer for 32 / 42 % of questions at 300 / 600 tokens, weighted this way
    for about 50 / 56 %.
-3. **Chains.** In weight order, a relation extends the first path ending at one of its entities (at the
-   end, or at the start unless the start is an entity the question names), when its other entity is not
-   on that path yet and the path has fewer than ``max_hops`` relations; otherwise it opens a new path,
-   while fewer than ``top_k`` exist. A new path starts at the entity the question names, or at the
-   relation's source. A path's score is the sum of its relations' weights, so a chain of relevant hops
+3. **Chains.** In weight order, a relation extends the first path ending at one of its entities (at
+   either end, unless that end is an entity the question names: a path runs from a named entity, and
+   stops at one), when its other entity is not on that path yet and the path has fewer than ``max_hops``
+   relations; otherwise it opens a new path, while fewer than ``top_k`` exist. A path reads from the
+   entity the question names at one of its ends, else from its first relation's source. A path's score is the sum of its relations' weights, so a chain of relevant hops
    outranks one of its hops alone, times the number of entities the question names on it (at least 1),
    so a path joining two of them outranks one that starts at one.
 
@@ -114,7 +114,7 @@ def _extend(chain: Chain, item: WeightedRelation, origins: Collection[str], max_
         joint = chain.nodes[-1] if at_end else chain.nodes[0]
         if joint not in ends or _other(relation, joint) in chain.nodes:
             continue
-        if not at_end and joint in origins:  # a path keeps the named entity it starts from
+        if joint in origins:  # a named entity at an end of a path stays its end: the path starts there
             continue
         if at_end:
             chain.nodes.append(_other(relation, joint))
@@ -150,6 +150,10 @@ def chain_relations(
         chains.append(Chain([start, _other(relation, start)], [relation], [item.weight]))
     for chain in chains:
         chain.named = sum(node in origins for node in chain.nodes)
+        if chain.nodes[-1] in origins and chain.nodes[0] not in origins:  # read it from the named entity
+            chain.nodes.reverse()
+            chain.relations.reverse()
+            chain.weights.reverse()
     chains.sort(key=lambda c: -c.score)  # stable: equal scores keep the order they were opened in
     return chains
 
