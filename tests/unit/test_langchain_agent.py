@@ -59,3 +59,20 @@ async def test_agent_calls_the_retriever_tool_and_answers_from_its_output():
         assert all(isinstance(doc, Document) for doc in tool_message.artifact)
         assert tool_message.content == "\n\n".join(doc.page_content for doc in expected)
         assert answer.content == f"According to the graph: {expected[0].page_content.splitlines()[0]}"
+
+
+def test_the_tool_of_the_default_retriever_returns_at_most_k_documents_within_the_budget():
+    from pathrag.tokens import approximate_token_count
+
+    indexer = PathRAGIndexer(ScriptedChatModel(), embeddings())
+    indexer.add_documents([HARBOUR, WALL])
+    for k, budget in ((4, None), (50, 120), (50, 400)):
+        options = {"k": k} if budget is None else {"k": k, "max_tokens": budget}
+        retriever = indexer.as_retriever(llm=None, **options)
+        output = create_retriever_tool(retriever, "pathrag_search", "Key paths.").invoke({"query": QUESTION})
+        docs = retriever.invoke(QUESTION)
+        assert 1 <= len(docs) <= k and output == "\n\n".join(doc.page_content for doc in docs)
+        if budget is not None:
+            assert approximate_token_count(output) <= budget
+    default_output = create_retriever_tool(indexer.as_retriever(llm=None), "s", "d").invoke({"query": QUESTION})
+    assert "—" in default_output.split("\n\n")[0]  # the best path leads, as one line of relation statements
