@@ -68,6 +68,7 @@ __all__ = [
     "build_path_texts",
     "format_path_blocks",
     "instructions_for",
+    "path_relations",
     "render_chain",
     "render_entity",
     "render_path",
@@ -120,6 +121,16 @@ def path_pairs(path: ScoredPath) -> list[tuple[str, str]]:
     return list(zip(names, names[1:], strict=False))  # n nodes, n - 1 edges
 
 
+def path_relations(names: Sequence[str], relations: Mapping[tuple[str, str], Relation]) -> list[Relation | None]:
+    """The relation of each hop of the path through ``names``, from ``relations`` keyed either way round
+    (``None`` for a hop it lacks).
+
+    >>> path_relations(["A", "B", "C"], {("B", "A"): Relation(source="B", target="A")})
+    [Relation(source='B', target='A', description='', keywords=(), weight=1.0, source_ids=()), None]
+    """
+    return [relations.get((a, b)) or relations.get((b, a)) for a, b in zip(names, names[1:], strict=False)]
+
+
 def render_path(path: ScoredPath, entities: Mapping[str, Entity], relations: Mapping[tuple[str, str], Relation]) -> str:
     """Write ``path`` as text, one line per entity and per relation, in walking order.
 
@@ -127,8 +138,7 @@ def render_path(path: ScoredPath, entities: Mapping[str, Entity], relations: Map
     """
     names = path_names(path)
     lines = [render_entity(names[0], entities.get(names[0]))]
-    for a, b in path_pairs(path):
-        relation = relations.get((a, b)) or relations.get((b, a))
+    for (a, b), relation in zip(path_pairs(path), path_relations(names, relations), strict=True):
         lines.append(_relation_line(a, b, relation))
         lines.append(render_entity(b, entities.get(b)))
     return "\n".join(lines)

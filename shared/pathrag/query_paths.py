@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .context import path_relations
 from .models import Relation, ScoredPath
 
 __all__ = ["Chain", "WeightedRelation", "chain_relations", "merge_chains", "weigh_relations"]
@@ -175,7 +176,7 @@ def merge_chains(
     merged = {tuple(chain.nodes): chain for chain in chains}
     for path in joining:
         nodes = [str(n) for n in path.nodes]
-        hops = [relations.get((a, b)) or relations.get((b, a)) for a, b in zip(nodes, nodes[1:], strict=False)]
+        hops = path_relations(nodes, relations)
         if any(h is None for h in hops) or tuple(nodes) in merged or tuple(reversed(nodes)) in merged:
             continue
         known = [h for h in hops if h is not None]

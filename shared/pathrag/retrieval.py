@@ -53,7 +53,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, S
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .context import path_lookups, path_names, path_pairs, render_chain, render_entity, render_path
+from .context import path_lookups, path_names, path_pairs, path_relations, render_chain, render_entity, render_path
 from .graph import GraphStore
 from .linking import linked_names, name_spans
 from .llm import LanguageModel, as_language_model, complete_sync
@@ -186,7 +186,7 @@ def _paper_path_items(
         sources: dict[str, None] = {}
         for name in names:
             sources.update(dict.fromkeys(entities[name].source_ids if name in entities else ()))
-        hops = [relations.get((a, b)) or relations.get((b, a)) for a, b in path_pairs(path)]
+        hops = path_relations(names, relations)
         for relation in hops:
             sources.update(dict.fromkeys(relation.source_ids if relation else ()))
         text = render_chain(names, hops) if as_chains else render_path(path, entities, relations)
@@ -503,9 +503,10 @@ def _query_paths(
     """The query-aware key paths (:mod:`pathrag.query_paths`), and the paper's key paths between the
     entities the question names, all scored by the weights of their relations."""
     hits = yield _query_step(index, query, params.num_relations)
-    pairs = list(dict.fromkeys(pair for hit in hits if (pair := _hit_pair(hit)) is not None))
+    paired = [(hit, pair) for hit in hits if (pair := _hit_pair(hit)) is not None]
+    pairs = list(dict.fromkeys(pair for _, pair in paired))
     relations = yield _Step(lambda: graph.get_relations(pairs), lambda: graph.aget_relations(pairs))
-    candidates = [(relations[pair], hit.score) for hit in hits if (pair := _hit_pair(hit)) in relations]
+    candidates = [(relations[pair], hit.score) for hit, pair in paired if pair in relations]
     ranks = {item.id: rank for rank, item in enumerate(passages)} if passages else None
     weighted = weigh_relations(_unique(candidates), ranks, alpha=params.alpha)
     chains = chain_relations(weighted, origins=set(named), max_paths=params.top_k, max_hops=params.max_hops)
