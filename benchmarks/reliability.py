@@ -5,7 +5,7 @@
 
 Prints one table row per check (queries, writes, errors, trials, losses) and the machine. Nothing is
 timed against a limit; the figures are what the run observed. The checks themselves live in
-``tests/reliability_kit.py`` (shared with ``tests/test_reliability.py``).
+``tests/reliability_kit.py`` (shared with ``tests/unit/test_reliability.py``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The reliability checks of issue 12, shared by ``tests/test_reliability.py`` (short form) and
+"""The reliability checks of issue 12, shared by ``tests/unit/test_reliability.py`` (short form) and
 ``benchmarks/reliability.py`` (long form). Each check returns its figures; the callers assert or print them.
 
 - :func:`run_load`: reader threads and asyncio tasks retrieve while one writer inserts and deletes.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pathrag import HashingEmbedder, PathRAGIndex, as_language_model
+from pathrag import HashingEmbedder, PathRAGIndex, RetrievalParams, as_language_model
 from pathrag.context import DEFAULT_CONTEXT_TOKENS
 from pathrag.demo import (
     DEMO_PARAMS,
@@ -30,6 +30,7 @@ from pathrag.extraction import (
 )
 from pathrag.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, KEYWORDS_PROMPT, build_summary_prompt
 from pathrag.retrieval import parse_keywords
+from pathrag.tokens import count_tokens
 
 DATA = Path(str(demo_data()))
 
@@ -204,6 +205,17 @@ def test_demo_prompt_is_the_context_then_the_instructions(demo_run) -> None:
             assert item.text in run.prompt
         assert run.context.tokens <= DEFAULT_CONTEXT_TOKENS  # the default budget, as everywhere
         assert run.answer is None
+
+
+def test_demo_prompts_are_the_default_budget_and_the_instructions(demo_run) -> None:
+    budget = RetrievalParams().max_tokens
+    assert budget == DEMO_PARAMS.max_tokens == DEFAULT_CONTEXT_TOKENS == 4000  # the README's default budget
+    for run in demo_run.questions:
+        assert run.result.max_tokens == budget
+        assert run.context.tokens == count_tokens(run.context.text) <= budget, run.question.question
+        # the budget is the context's, as at every entry point: the prompt adds only the instructions
+        instructions = count_tokens(run.context.instructions)
+        assert count_tokens(run.prompt) <= budget + instructions + 2, run.question.question
 
 
 def test_demo_hop_counts_match_the_paths(demo_run) -> None:
