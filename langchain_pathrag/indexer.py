@@ -44,8 +44,8 @@ from pydantic import ConfigDict, Field
 
 import pathrag
 from pathrag import GraphStore, IndexConfig, InsertSummary, PathRAGIndex, RetrievalParams, VectorItem
-from pathrag.indexing import STATE_FILE, DeleteSummary, embedder_name_of
-from pathrag.store import SQLiteVectorIndex
+from pathrag.indexing import STATE_FILE, DeleteSummary, LazyEmbedder, MissingEmbedderError, embedder_name_of
+from pathrag.store import SQLiteVectorIndex, legacy_files, read_store_info, store_exists
 from pathrag.tokens import count_tokens
 
 from .adapters import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings
@@ -59,6 +59,7 @@ __all__ = [
     "PathRAGIndexer",
     "document_id",
     "embeddings_name",
+    "recorded_embedder",
 ]
 
 logger = logging.getLogger(__name__)
@@ -101,6 +102,38 @@ def _core_embedder(embeddings: Embeddings) -> pathrag.Embedder:
     return embeddings.embedder if isinstance(embeddings, PathRAGEmbeddings) else LangChainEmbedder(embeddings)
 
 
+def recorded_embedder(path: str | os.PathLike[str]) -> pathrag.Embedder | None:
+    """The embedder of the store at ``path`` opened without embeddings, for a ``provider:model`` it records
+    (``openai:text-embedding-3-small``...): LangChain's ``init_embeddings``, made on first use, so that the
+    store opens without the provider's key and only embedding (a query, an add) needs it. ``None``: left to
+    the core (``hashing-<dim>``, or a placeholder that refuses to embed; see ``pathrag.PathRAGIndex``).
+
+    >>> recorded_embedder("no-store-here") is None
+    True
+    """
+    info = read_store_info(path) if store_exists(path) else None
+    spec = (info or {}).get("embedder") or ""
+    provider, _, model = spec.partition(":")
+    if not provider or not model or spec.startswith(("hashing-", "langchain:")):
+        return None
+
+    def make() -> pathrag.Embedder:
+        try:
+            from langchain.embeddings import init_embeddings
+
+            # OpenAI: raw text, as the command line sends it (the same vectors)
+            options: dict[str, Any] = {"check_embedding_ctx_length": False} if provider == "openai" else {}
+            return LangChainEmbedder(init_embeddings(model, provider=provider, **options))
+        except Exception as exc:  # a missing key or package, an unknown provider: say so where it matters
+            reason = " ".join(str(exc).split())[:300]
+            raise MissingEmbedderError(
+                f"the store {path} was built with the embeddings {spec!r}, which cannot be made here ({reason}): "
+                "set up the provider, or pass embeddings= the same embeddings"
+            ) from exc
+
+    return LazyEmbedder(make, spec)
+
+
 def document_id(doc: Document) -> str:
     """The id a document is indexed under: ``doc.id`` when set, else a hash of its ``page_content``.
 
@@ -125,7 +158,8 @@ class PathRAGIndexer:
     * ``llm``: any chat model or text LLM, used for extraction and description summaries (calls tagged
       :data:`EXTRACTION_TAG`). Only needed to add documents.
     * ``embeddings``: feeds the default vector stores (``InMemoryVectorStore``); not needed when all of
-      ``entity_store``, ``relation_store`` and ``chunk_store`` are given (one store or collection each).
+      ``entity_store``, ``relation_store`` and ``chunk_store`` are given (one store or collection each), nor
+      to reopen an existing store at ``path`` (see :meth:`load`).
     * ``graph_store``: any :class:`pathrag.GraphStore`; default the embedded networkx store.
     * ``text_splitter``: default ``RecursiveCharacterTextSplitter`` of :data:`DEFAULT_CHUNK_SIZE` tokens with
       :data:`DEFAULT_CHUNK_OVERLAP` overlap, measured with the core's token counter (works offline).
@@ -157,7 +191,9 @@ class PathRAGIndexer:
         config: IndexConfig | None = None,
     ) -> None:
         given = {"entities": entity_store, "relations": relation_store, "chunks": chunk_store}
-        if embeddings is None and any(store is None for store in given.values()):
+        # an existing store opens without embeddings: with the ones it records (see recorded_embedder)
+        stored = path is not None and (store_exists(path) or bool(legacy_files(path)))
+        if embeddings is None and any(store is None for store in given.values()) and not stored:
             raise ValueError("pass embeddings, or all three of entity_store, relation_store and chunk_store")
         config = config or IndexConfig()
         self.llm = llm
@@ -180,7 +216,9 @@ class PathRAGIndexer:
             llm=LangChainLanguageModel(llm, config={"tags": [EXTRACTION_TAG], "run_name": "pathrag_extraction"})
             if llm is not None
             else None,
-            embedder=_core_embedder(embeddings) if embeddings is not None else None,
+            embedder=_core_embedder(embeddings)
+            if embeddings is not None
+            else (recorded_embedder(path) if path is not None else None),
             embedder_name=embeddings_name(embeddings) if embeddings is not None else None,
             entity_index=indexes["entities"],
             relation_index=indexes["relations"],
@@ -234,7 +272,13 @@ class PathRAGIndexer:
         embeddings: Embeddings | None = None,
         **kwargs: Any,
     ) -> PathRAGIndexer:
-        """Reopen an index saved at ``path`` (``kwargs`` as for the constructor, e.g. the stores it used)."""
+        """Reopen an index saved at ``path`` (``kwargs`` as for the constructor, e.g. the stores it used).
+
+        Without ``embeddings``, the store's own vector indexes use the embeddings it records (see
+        :func:`recorded_embedder`): a store made by ``pathrag index`` opens as it is, and one whose
+        embeddings cannot be made here still answers what needs no embedding (``index.stats()``, documents,
+        deletes), raising ``pathrag.indexing.MissingEmbedderError`` when something must be embedded.
+        """
         if not (Path(path) / STATE_FILE).exists():
             raise FileNotFoundError(f"no PathRAG index at {path}")
         return cls(llm, embeddings, path=path, **kwargs)

@@ -8,6 +8,7 @@
 from .embeddings import HashingEmbedding
 from .extractor import PathRAGExtractor
 from .graph import DEFAULT_IGNORED_RELATIONS, RELATION_LABEL, PropertyGraphStoreAdapter
+from .index_retriever import PathRAGIndexRetriever
 from .query_engine import PATHRAG_QA_TEMPLATE, PathOrderPostprocessor, PathRAGContextPostprocessor, PathRAGQueryEngine
 from .retriever import PathRAGRetriever
 
@@ -18,6 +19,7 @@ __all__ = [
     "PathOrderPostprocessor",
     "PathRAGContextPostprocessor",
     "PathRAGExtractor",
+    "PathRAGIndexRetriever",
     "PathRAGQueryEngine",
     "PathRAGRetriever",
     "PropertyGraphStoreAdapter",

@@ -1,7 +1,8 @@
 """The ``pathrag`` commands: ``index``, ``query``, ``paths``, ``delete``, ``stats`` and ``demo`` (``eval`` and
 ``import`` live in :mod:`langchain_pathrag.cli.eval` and :mod:`langchain_pathrag.cli.imports`).
 
-The options shared by the commands (store, models, retrieval settings) are defined here once.
+The options shared by the commands (store, models, retrieval settings) are defined here once. The core and
+the store are imported inside the commands: ``pathrag --help`` and the option definitions need neither.
 """
 
 from __future__ import annotations
@@ -12,13 +13,11 @@ import statistics
 import time
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from pathrag import IndexConfig, PathRAGIndex, RetrievalParams, RetrievalResult
-from pathrag.context import answer_prompt, result_context
-from pathrag.demo import DEMO_PARAMS, ask_demo_question, load_corpus, load_questions, open_demo_index
+from pathrag.params import RetrievalParams
 
 from .errors import CliError, CliGroup, one_line
 from .providers import (
@@ -29,10 +28,12 @@ from .providers import (
     chat_model,
     describe_chat_model,
     describe_embeddings,
+    embedding_spec,
     language_model,
+    lazy_language_model,
     replay_llm,
 )
-from .readers import read_documents
+from .readers import CHUNK_OVERLAP, CHUNK_SIZE, collect_files, read_documents
 from .rendering import (
     approximate_tokens,
     as_json,
@@ -47,7 +48,9 @@ from .rendering import (
     to_mermaid,
     token_note,
 )
-from .store import WAIT, opened, read_meta, write_meta
+
+if TYPE_CHECKING:
+    from pathrag import Document, PathRAGIndex, RetrievalResult
 
 __all__ = [
     "CONTEXT",
@@ -60,6 +63,7 @@ __all__ = [
     "STORE",
     "THETA",
     "TOP_K",
+    "WAIT",
     "ContextKind",
     "Format",
     "app",
@@ -85,6 +89,13 @@ def _options(debug: bool = typer.Option(False, "--debug", help="Show the full tr
 # -- options -----------------------------------------------------------------------------------------
 
 STORE = typer.Option(..., "--store", "-s", help="The store directory (a PathRAG index).", show_default=False)
+WAIT = typer.Option(
+    0.0,
+    "--wait",
+    min=0,
+    metavar="SECONDS",
+    help="Wait up to SECONDS for another process writing the store (0: fail at once).",
+)
 MODEL = typer.Option(
     DEFAULT_MODEL,
     "--model",
@@ -213,23 +224,59 @@ def index(
     embedding_model: str | None = EMBEDDING_MODEL,
     replay: Path | None = REPLAY,
     wait: float = WAIT,
+    id_prefix: str | None = typer.Option(
+        None,
+        "--id-prefix",
+        show_default=False,
+        help="What document ids start with: ids are PREFIX/path relative to each folder given (PREFIX/name "
+        "for a file). Default: the folder's name for a folder, nothing for a file. '' gives the bare "
+        "relative paths of earlier versions.",
+    ),
+    chunk_size: int = typer.Option(CHUNK_SIZE, "--chunk-size", help="Tokens per chunk."),
+    chunk_overlap: int = typer.Option(
+        CHUNK_OVERLAP, "--chunk-overlap", help="Tokens shared by consecutive chunks (less than --chunk-size)."
+    ),
 ) -> None:
     """Extract entities and relations from documents into the store (re-running skips unchanged files)."""
+    if chunk_size < 1:
+        raise CliError(f"--chunk-size must be at least 1 token, not {chunk_size}", code=2)
+    if not 0 <= chunk_overlap < chunk_size:
+        raise CliError(
+            f"--chunk-overlap must be at least 0 and less than --chunk-size ({chunk_size}), not {chunk_overlap}", code=2
+        )
+    if replay is None and lazy_language_model(model) is None:  # no key: said before anything is read
+        raise CliError(f"indexing extracts entities with a language model: {NO_KEY}")
+    if embedding_model is not None:
+        embedding_spec(embedding_model)  # an unknown provider: said before anything is read, too
+    earlier: dict[str, str] = {}
+    files = collect_files(paths, id_prefix=id_prefix, earlier_ids=earlier)
+    # before the model and the core are loaded, and the files read (PDFs are slow): a first sign of life
+    typer.echo(f"Reading {len(files):,} file{'s' * (len(files) != 1)}…", err=True)
     llm = replay_llm(replay) or (language_model(chat) if (chat := chat_model(model)) else None)
     if llm is None:
         raise CliError(f"indexing extracts entities with a language model: {NO_KEY}")
-    docs = read_documents(paths)
+    docs = read_documents(files, chunk_size, chunk_overlap)
+    from pathrag import IndexConfig
+
+    from .store import opened
+
     config = IndexConfig(show_progress=True, lock_timeout=wait)
     if replay:  # a replay miss is not transient: no retries with back-off
         config = dataclasses.replace(config, max_attempts=1)
     with opened(store, create=True, embedding_model=embedding_model, llm=llm, config=config) as idx:
-        summary = idx.insert(docs)
+        if id_prefix is None and earlier:
+            docs = _keep_earlier_ids(idx, docs, earlier, store)
+        try:
+            summary = idx.insert(docs)
+        except KeyboardInterrupt:
+            raise CliError(_interrupted(idx, docs, store), code=130) from None
         stats = idx.stats()
     report(
         f"Indexed into {store}:",
         [
             ("documents indexed", summary.documents),
             ("documents unchanged", summary.unchanged),
+            ("documents replaced", _some(summary.replaced)),
             ("chunks", summary.chunks),
             ("chunks extracted", summary.chunks_extracted),
             ("entities touched", summary.entities),
@@ -247,6 +294,74 @@ def index(
         )
     if summary.failures:
         raise CliError(f"{len(summary.failures)} chunk(s) failed; run the same command again to retry them")
+
+
+def _some(ids: list[str], shown: int = 3) -> str:
+    """A count and the first few ids, e.g. ``5 (a.md, b.md, c.md and 2 more)``."""
+    if not ids:
+        return "0"
+    return f"{len(ids):,} ({_names(ids, shown)})"
+
+
+def _names(ids: list[str], shown: int = 3) -> str:
+    """The first few ids, e.g. ``a.md, b.md, c.md and 2 more``."""
+    more = f" and {len(ids) - shown:,} more" if len(ids) > shown else ""
+    return ", ".join(ids[:shown]) + more
+
+
+def _keep_earlier_ids(idx: PathRAGIndex, docs: list[Document], earlier: dict[str, str], store: Path) -> list[Document]:
+    """Documents the store holds under the id earlier versions gave them (the path relative to the folder
+    given, without the folder's name) keep that id, so that indexing a folder again updates them instead of
+    adding copies: when the new id is unknown to the store and the earlier one came from the same file."""
+    given = {doc.id for doc in docs}
+    kept: list[str] = []
+    out: list[Document] = []
+    for doc in docs:
+        old = earlier.get(doc.id or "")
+        if old is not None and old not in given and doc.id not in idx.documents:
+            record = idx.documents.get(old)
+            if record is not None and _same_file(record.metadata.get("source"), doc.metadata["source"]):
+                doc = doc.model_copy(update={"id": old})
+                kept.append(old)
+        out.append(doc)
+    if kept:
+        typer.echo(
+            f"note: {len(kept):,} document{'s' * (len(kept) != 1)} already in {store} keep the id an earlier "
+            f"version gave, without the folder's name ({_names(kept)}); --id-prefix chooses the ids",
+            err=True,
+        )
+    return out
+
+
+def _same_file(recorded: object, source: str) -> bool:
+    """Whether a recorded ``source`` path is the file ``source`` (paths were recorded as given)."""
+    if not isinstance(recorded, str):
+        return False
+    try:
+        return recorded == source or Path(recorded).resolve() == Path(source).resolve()
+    except OSError:
+        return False
+
+
+def _interrupted(idx: PathRAGIndex, docs: list[Document], store: Path) -> str:
+    """What an interrupted ``index`` kept: each chunk's extraction is saved the moment it arrives (as is every
+    LLM answer), while the documents, graph and vectors are written in one final commit."""
+    from pathrag.records import chunk_id
+
+    wanted = {chunk_id(text) for doc in docs for text in doc.chunk_texts()}
+    try:
+        saved = sum(cid in idx.chunks for cid in wanted)
+    except Exception:  # the store could not be read back: say what holds in any case
+        return (
+            f"interrupted: nothing new is in the index; the chunk extractions (and LLM answers) received so far "
+            f"are saved in {store}: run the same command again to resume"
+        )
+    left = len(wanted) - saved
+    return (
+        f"interrupted: nothing new is in the index; the extractions of {saved:,} of {len(wanted):,} chunks are "
+        f"saved in {store}: run the same command again to resume, it sends only the other {left:,} "
+        f"chunk{'s' * (left != 1)} to the model"
+    )
 
 
 @app.command()
@@ -294,6 +409,10 @@ def query(
             f"answering needs a language model: {NO_KEY}, or add --context-only to print the prompt that would be sent"
         )
     llm = replay_llm(replay) or (language_model(chat) if chat else None)
+    from pathrag.context import answer_prompt, result_context
+
+    from .store import opened
+
     with opened(store, embedding_model=embedding_model, llm=llm) as idx:
         result = _retrieve(idx, question, llm is not None, params)
         laid_out = result_context(result)  # within the retrieval's budget
@@ -334,17 +453,33 @@ def paths(
     num_seeds: int | None = NUM_SEEDS,
     max_hops: int | None = MAX_HOPS,
     theta: float | None = THETA,
+    context: ContextKind | None = typer.Option(
+        None,
+        "--context",
+        show_default=False,
+        help="evidence: the paths `pathrag query` shows the model (chains of the relations nearest the "
+        "question, between the entities it names); paths: the paper's paths between seed entities "
+        f"[default: {_CORE.context}].",
+    ),
     param: list[str] | None = PARAM,
     replay: Path | None = REPLAY,
 ) -> None:
     """Show the key paths for a question, with scores and hop counts (no model needed)."""
-    # this command shows the key paths themselves
     params = retrieval_params(
-        [*(param or ()), "context=paths"], top_k=top_k, num_seeds=num_seeds, max_hops=max_hops, theta=theta
+        param,
+        top_k=top_k,
+        num_seeds=num_seeds,
+        max_hops=max_hops,
+        theta=theta,
+        context=context.value if context else None,
     )
     llm = replay_llm(replay) or (language_model(chat) if (chat := chat_model(model)) else None)
+    from .store import opened
+
     with opened(store, embedding_model=embedding_model, llm=llm) as idx:
         result = _retrieve(idx, question, llm is not None, params)
+        # the graph alone: passages are what `pathrag query` lists among its sources
+        result = dataclasses.replace(result, items=[item for item in result.items if item.kind != "passage"])
         graph = subgraph(idx, result)
     if format is Format.json:
         typer.echo(json.dumps(as_json(result), indent=2, ensure_ascii=False))
@@ -366,8 +501,14 @@ def delete(
     wait: float = WAIT,
 ) -> None:
     """Remove documents; what only they supported leaves the graph."""
-    chat = chat_model(model)  # only needed to summarise a merged description never summarised before
-    with opened(store, llm=language_model(chat) if chat else None, config=IndexConfig(lock_timeout=wait)) as idx:
+    from pathrag import IndexConfig
+
+    from .store import opened
+
+    with opened(store, config=IndexConfig(lock_timeout=wait)) as idx:
+        # asked only to summarise a merged description never summarised before: made then, if ever (an index
+        # given a model at opening reads its name, which makes it)
+        idx.llm = lazy_language_model(model)
         missing = [d for d in dict.fromkeys(doc_ids) if d not in idx.documents]
         if missing:
             known = ", ".join(sorted(idx.documents)[:5]) or "none"
@@ -399,6 +540,8 @@ def stats(
     ),
 ) -> None:
     """Count entities, relations, chunks and documents, and summarise node degrees."""
+    from .store import opened, read_meta
+
     meta = read_meta(store)
     with opened(store) as idx:
         problems = idx.check() if check else []
@@ -454,6 +597,10 @@ def demo(
 ) -> None:
     """Index a small fictional corpus with recorded extraction answers and answer three questions (no key needed)."""
     started = time.perf_counter()
+    from pathrag.demo import DEMO_PARAMS, ask_demo_question, load_corpus, load_questions, open_demo_index
+
+    from .store import read_meta, write_meta
+
     docs = load_corpus()
     words = sum(len(d.text.split()) for d in docs)
     chat = chat_model(model)
@@ -472,7 +619,8 @@ def demo(
     )
     typer.echo(
         f"Retrieval: {DEMO_PARAMS.num_seeds} seeds per question, θ = {DEMO_PARAMS.theta}, "
-        f"top {DEMO_PARAMS.top_k} paths, at most {DEMO_PARAMS.max_hops} hops."
+        f"top {DEMO_PARAMS.top_k} paths, at most {DEMO_PARAMS.max_hops} hops, a context of at most "
+        f"{DEMO_PARAMS.max_tokens:,} tokens (the default budget; the answer instructions come on top)."
     )
     if approximate_tokens():
         typer.echo("Token counts are approximate: tiktoken's encoding cannot be downloaded offline.")

@@ -12,15 +12,19 @@ from contextlib import contextmanager
 from typing import Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 from typing_extensions import override
 
 try:  # recent typer ships its own copy of click
+    from typer._click import Command as Command  # re-exported: a LazyCommand's real command
+    from typer._click import Context
     from typer._click.exceptions import NoArgsIsHelpError, UsageError
 except ImportError:  # older typer runs on click itself
+    from click import Command as Command  # type: ignore[assignment]
+    from click import Context  # type: ignore[assignment]
     from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[assignment]
 
-__all__ = ["CliError", "CliGroup", "debug_logging", "fail", "one_line"]
+__all__ = ["CliError", "CliGroup", "LazyCommand", "debug_logging", "fail", "one_line"]
 
 
 class CliError(Exception):
@@ -46,8 +50,25 @@ def fail(message: str) -> None:
     typer.echo(f"error: {message}", err=True)
 
 
+class LazyCommand(TyperCommand):
+    """A command listed by its name and help whose options are made only when it runs: its callback returns
+    the real command (see :class:`CliGroup`). For options whose help takes heavy imports to write."""
+
+    def load(self) -> Command:
+        """The real command."""
+        assert self.callback is not None
+        command: Command = self.callback()
+        return command
+
+
 class CliGroup(TyperGroup):
-    """Every failure becomes one ``error:`` line and a non-zero exit; ``--debug`` (anywhere) adds the traceback."""
+    """Every failure becomes one ``error:`` line and a non-zero exit; ``--debug`` (anywhere) adds the traceback.
+    A :class:`LazyCommand` is replaced by its real command when it is run (or asked for its own help)."""
+
+    @override
+    def resolve_command(self, ctx: Context, args: list[str]) -> tuple[str | None, Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        return name, command.load() if isinstance(command, LazyCommand) else command, rest
 
     @override
     def main(

@@ -20,19 +20,35 @@ from rich.console import Console
 from rich.table import Table
 
 from .commands import EMBEDDING_MODEL, MAX_HOPS, MODEL, NUM_SEEDS, PARAM, STORE, THETA, TOP_K, retrieval_params
-from .errors import CliError
+from .errors import CliError, Command, LazyCommand
 from .providers import NO_KEY, chat_model, language_model
 from .rendering import approximate_tokens
-from .store import opened
 
 if TYPE_CHECKING:
     from pathrag.evaluation import EvalReport
 
-__all__ = ["print_report", "register"]
+__all__ = ["HELP", "command", "print_report", "register"]
+
+
+HELP = """Compare retrieval configurations the papers' way: LLM-judged win rates on generated questions.
+
+A model writes corpus-level questions, every configuration answers them, and a judge compares each
+pair of answers in both orders on comprehensiveness, diversity, logicality, relevance, coherence and
+overall. Prints win rates, tokens, latency and cost; writes a resumable run folder and an HTML report.
+"""
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``eval`` command to ``app`` (the ``pathrag`` command line)."""
+    """Add the ``eval`` command to ``app`` (the ``pathrag`` command line), made only when it runs: its
+    options name the evaluation's configurations, and importing them takes the whole core."""
+
+    @app.command("eval", cls=LazyCommand, help=HELP)
+    def lazy_eval() -> Command:
+        return command()
+
+
+def command() -> Command:
+    """The ``eval`` command itself."""
     from pathrag.evaluation import (
         DEFAULT_CONFIGURATIONS,
         DEFAULT_MAX_TOKENS,
@@ -45,9 +61,12 @@ def register(app: typer.Typer) -> None:
     )
     from pathrag.indexing import run_sync
 
+    from .store import opened
+
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)  # of this one command
     known = ", ".join(f"{name} ({text})" if text else name for name, text in configuration_names().items())
 
-    @app.command("eval")
+    @app.command("eval", help=HELP)
     def eval_command(
         store: Path = STORE,
         run_dir: Path = typer.Option(
@@ -135,12 +154,6 @@ def register(app: typer.Typer) -> None:
         ),
         worst: int = typer.Option(5, "--worst", min=0, help="Worst-losing questions per pair shown in the report."),
     ) -> None:
-        """Compare retrieval configurations the papers' way: LLM-judged win rates on generated questions.
-
-        A model writes corpus-level questions, every configuration answers them, and a judge compares each
-        pair of answers in both orders on comprehensiveness, diversity, logicality, relevance, coherence and
-        overall. Prints win rates, tokens, latency and cost; writes a resumable run folder and an HTML report.
-        """
         started = time.perf_counter()
         params = retrieval_params(param, top_k=top_k, num_seeds=num_seeds, max_hops=max_hops, theta=theta)
         names = list(configs or DEFAULT_CONFIGURATIONS)
@@ -213,6 +226,8 @@ def register(app: typer.Typer) -> None:
                 "These were the offline stand-in model's answers and verdicts: they say nothing about "
                 "quality. Drop --offline to evaluate with a real model."
             )
+
+    return typer.main.get_command(app)
 
 
 def _prices(pricing: Any, price: str | None, judge_price: str | None, *, same_judge: bool) -> dict[str, Any]:

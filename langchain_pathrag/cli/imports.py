@@ -31,19 +31,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from pathrag import Embedder, IndexConfig
-from pathrag.importers import import_graph_documents, import_lightrag, import_openie
-from pathrag.store import LOCK_FILE, STORE_FILE, StoreError, StoreLocked
-
+from .commands import WAIT
 from .errors import CliError, one_line
 from .providers import HASHING, describe_embeddings, embedding_spec
-from .store import WAIT, locked_error, open_store, read_meta, write_meta
 
-if TYPE_CHECKING:
-    from pathrag import PathRAGIndex
+if TYPE_CHECKING:  # the core and the store are imported when an import runs, not for ``pathrag --help``
+    from pathrag import Embedder, PathRAGIndex
     from pathrag.importers import ImportSummary
 
 __all__ = ["GraphDocumentLine", "read_graph_documents", "register"]
@@ -201,6 +195,9 @@ class _CountedEmbedder:
 @contextmanager
 def _progress(index: PathRAGIndex, label: str) -> Iterator[None]:
     """A bar on stderr while the import runs (only on a terminal: piped output stays clean)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     console = Console(stderr=True)
     progress = Progress(
         SpinnerColumn(),
@@ -272,6 +269,11 @@ def register(app: typer.Typer) -> None:
         wait: float = 0.0,
     ) -> None:
         """Open or create the store, run ``work`` under a progress bar, print the summary line."""
+        from pathrag import IndexConfig
+        from pathrag.store import LOCK_FILE, STORE_FILE, StoreError, StoreLocked
+
+        from .store import locked_error, open_store, read_meta, write_meta
+
         meta = read_meta(store)
         spec = HASHING if embedding_model is None else embedding_spec(embedding_model)
         if meta and embedding_model is not None and meta.get("embeddings") != spec:
@@ -342,6 +344,8 @@ def register(app: typer.Typer) -> None:
         wait: float = WAIT,
     ) -> None:
         """Import a LightRAG / PathRAG working directory: its graph, chunks and (optionally) vectors."""
+        from pathrag.importers import import_lightrag
+
         existing(directory, directory=True)
         run_import(
             "LightRAG",
@@ -365,6 +369,8 @@ def register(app: typer.Typer) -> None:
         wait: float = WAIT,
     ) -> None:
         """Import HippoRAG OpenIE triples: each passage becomes a chunk its entities and relations cite."""
+        from pathrag.importers import import_openie
+
         existing(file)
         try:  # read before the store is touched: a broken file changes nothing
             data = json.loads(file.read_text(encoding="utf-8"))
@@ -396,6 +402,8 @@ def register(app: typer.Typer) -> None:
         wait: float = WAIT,
     ) -> None:
         """Import LangChain graph documents written as JSON lines (GraphDocument.model_dump_json())."""
+        from pathrag.importers import import_graph_documents
+
         existing(file)
         try:
             documents, skipped = read_graph_documents(file)

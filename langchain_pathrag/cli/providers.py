@@ -24,21 +24,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pathrag import HashingEmbedder
-from pathrag.demo import ReplayLLM, ReplayMiss
+import pathrag
 
 from .errors import CliError, one_line
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    import pathrag
+    from pathrag.demo import ReplayLLM
 
 __all__ = [
     "DEFAULT_EMBEDDING_MODEL",
     "DEFAULT_MODEL",
     "HASHING",
     "NO_KEY",
+    "LazyLanguageModel",
     "OPENAI",
     "ModelSpec",
     "chat_model",
@@ -48,6 +48,7 @@ __all__ = [
     "embedding_spec",
     "has_key",
     "language_model",
+    "lazy_language_model",
     "parse_model_spec",
     "replay_llm",
 ]
@@ -164,10 +165,56 @@ def language_model(chat: BaseChatModel) -> pathrag.LanguageModel:
     return LangChainLanguageModel(chat)
 
 
+class LazyLanguageModel:
+    """The chat model a ``--model`` spec names, as a :class:`pathrag.LanguageModel` made on its first use.
+
+    For commands that seldom ask it (``delete`` asks only to summarise a merged description never summarised
+    before): importing a provider's package costs seconds. Reading ``name`` makes the model too, since it
+    is the made model's own name (the LLM cache's key); so give it to an index by assigning ``index.llm``
+    after opening, where the index reads ``name`` only just before asking.
+    """
+
+    name: str  # the made model's own name (set when it is made: see __getattr__)
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self._made: pathrag.LanguageModel | None = None
+
+    def _language_model(self) -> pathrag.LanguageModel:
+        if self._made is None:
+            chat = chat_model(self.model)
+            assert chat is not None, "made by lazy_language_model() only for a model chat_model() makes"
+            self._made = language_model(chat)
+            self.name = self._made.name
+        return self._made
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute != "name":  # called only for attributes not set: name, before the model is made
+            raise AttributeError(attribute)
+        return self._language_model().name
+
+    def complete(self, prompt: str) -> str:
+        """The model's answer to ``prompt``."""
+        return self._language_model().complete(prompt)
+
+    async def acomplete(self, prompt: str) -> str:
+        """Async :meth:`complete`."""
+        return await self._language_model().acomplete(prompt)
+
+
+def lazy_language_model(model: str) -> LazyLanguageModel | None:
+    """What :func:`chat_model` would make, as a :class:`LazyLanguageModel`; ``None`` when it would be
+    ``None``. The spec is checked at once (an unknown provider is still a usage error)."""
+    spec = parse_model_spec(model)
+    return None if spec.provider == OPENAI and not has_key() else LazyLanguageModel(model)
+
+
 def replay_llm(path: Path | None) -> ReplayLLM | None:
     """The recorded answers of a ``--replay`` folder (corpus/ and extractions/), or ``None``."""
     if path is None:
         return None
+    from pathrag.demo import ReplayLLM, ReplayMiss
+
     try:
         return ReplayLLM.from_directory(path)
     except ReplayMiss as exc:
@@ -198,11 +245,18 @@ def _provider_of(spec: str) -> str | None:
     return provider if colon and name and provider in known_providers("embeddings") else None
 
 
-def embedder(spec: str, store: Path) -> pathrag.Embedder:
-    """The embedder a store's recorded ``spec`` names (``store`` is named in errors)."""
+def embedder(spec: str, store: Path, *, lazy: bool = False) -> pathrag.Embedder:
+    """The embedder a store's recorded ``spec`` names (``store`` is named in errors).
+
+    ``lazy``: an endpoint's or provider's embeddings are made on first use (a ``pathrag.indexing.LazyEmbedder``),
+    so that commands that embed nothing (``stats``, most deletes) need no key, and a missing key or package
+    is the one-line error of the command that does embed, before it writes anything.
+    """
     dimensions = _hashing_dimensions(spec)  # hashing-256, or a store made by the library, say
     if dimensions is not None:
-        return HashingEmbedder(dimensions)
+        return pathrag.HashingEmbedder(dimensions)
+    if lazy:
+        return pathrag.indexing.LazyEmbedder(lambda: embedder(spec, store), spec)
     provider = _provider_of(spec)
     if provider is None:
         raise CliError(

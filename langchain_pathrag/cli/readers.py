@@ -3,18 +3,41 @@ pypdf); FIFOs, sockets and devices are skipped with a note (reading a FIFO would
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from pathrag import Document
 from pathrag.tokens import count_tokens
 
 from .errors import CliError, one_line
 
-__all__ = ["HTML_SUFFIXES", "SUFFIXES", "TEXT_SUFFIXES", "collect_files", "html_to_text", "read_documents", "read_file"]
+if TYPE_CHECKING:  # the core is imported when documents are read, not for ``pathrag --help``
+    from pathrag import Document
+
+__all__ = [
+    "CHUNK_OVERLAP",
+    "CHUNK_SIZE",
+    "HTML_SUFFIXES",
+    "SUFFIXES",
+    "TEXT_SUFFIXES",
+    "UnreadableFile",
+    "collect_files",
+    "html_to_text",
+    "id_prefix_of",
+    "read_documents",
+    "read_file",
+    "unsupported_note",
+]
+
+CHUNK_SIZE = 1200
+"""Tokens per chunk by default: ``langchain_pathrag.indexer.DEFAULT_CHUNK_SIZE``, written again here so that the
+command does not load LangChain before its first line (a test keeps the two equal)."""
+CHUNK_OVERLAP = 100
+"""Tokens shared by consecutive chunks by default: ``langchain_pathrag.indexer.DEFAULT_CHUNK_OVERLAP``."""
 
 TEXT_SUFFIXES = {".txt", ".text", ".md", ".markdown"}
 HTML_SUFFIXES = {".html", ".htm"}
@@ -86,49 +109,114 @@ def html_to_text(markup: str) -> str:
     return parser.text()
 
 
-def collect_files(paths: Sequence[Path], skipped: list[str] | None = None) -> list[tuple[str, Path]]:
-    """``(document id, file)`` for every supported regular file; ids are paths relative to the argument given.
+def unsupported_note(unsupported: Mapping[str, int]) -> str:
+    """How many files of which unsupported types were left out, e.g. ``3 files of unsupported types (.csv 2,
+    .json 1)``.
+
+    >>> unsupported_note({".json": 1, ".csv": 2})
+    '3 files of unsupported types (.csv 2, .json 1)'
+    """
+    total = sum(unsupported.values())
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(unsupported.items(), key=lambda item: (-item[1], item[0])))
+    return f"{total} file{'s' * (total != 1)} of unsupported types ({kinds})"
+
+
+def id_prefix_of(folder: Path, id_prefix: str | None) -> str:
+    """What the ids of the files under ``folder`` start with: ``id_prefix`` if given, else the folder's name
+    as given (``.`` is the current folder's name; the root has none).
+
+    >>> id_prefix_of(Path("notes/2024"), None), id_prefix_of(Path("notes"), "work/"), id_prefix_of(Path("/"), None)
+    ('2024', 'work', '')
+    """
+    prefix = Path(os.path.abspath(folder)).name if id_prefix is None else id_prefix
+    return prefix.strip("/")
+
+
+def collect_files(
+    paths: Sequence[Path],
+    skipped: list[str] | None = None,
+    *,
+    id_prefix: str | None = None,
+    unsupported: dict[str, int] | None = None,
+    earlier_ids: dict[str, str] | None = None,
+) -> list[tuple[str, Path]]:
+    """``(document id, file)`` for every supported regular file.
+
+    The id of a file under a folder argument is ``FOLDER/relative path``, ``FOLDER`` being the folder's name
+    (so two folders' ``notes.md`` do not collide) or ``id_prefix`` when given; ``""`` gives the bare
+    relative paths, the ids of earlier versions. A file argument's id is its name (``id_prefix/name`` with a
+    prefix). When the id differs from the bare relative path, ``earlier_ids`` (if given) maps it to that.
 
     A FIFO, socket or device with a supported name is skipped with a note (reading a FIFO would block
-    forever); notes go to ``skipped`` if given, else to stderr.
+    forever); notes go to ``skipped`` if given, else to stderr. Files of other types under a folder are
+    counted by suffix in ``unsupported`` if given, else summed up in one note; hidden files and folders
+    (``.name``) are left out silently.
     """
     found: dict[str, Path] = {}
     notes: list[str] = [] if skipped is None else skipped
+    others: dict[str, int] = {} if unsupported is None else unsupported
     for arg in paths:
         if not arg.exists():
             raise CliError(f"no such file or folder: {arg}")
         if arg.is_dir():
+            prefix = id_prefix_of(arg, id_prefix)
             files = []
+            left_out: dict[str, int] = {}
             for p in sorted(arg.rglob("*")):
-                if p.suffix.lower() not in SUFFIXES or any(part.startswith(".") for part in p.relative_to(arg).parts):
+                relative = p.relative_to(arg)
+                if any(part.startswith(".") for part in relative.parts):
                     continue
-                if p.is_file():  # follows symbolic links; true only for a regular file
-                    files.append((p.relative_to(arg).as_posix(), p))
+                if p.suffix.lower() not in SUFFIXES:
+                    if p.is_file():
+                        kind = p.suffix.lower() or "(no suffix)"
+                        left_out[kind] = left_out.get(kind, 0) + 1
+                elif p.is_file():  # follows symbolic links; true only for a regular file
+                    doc_id = f"{prefix}/{relative.as_posix()}" if prefix else relative.as_posix()
+                    files.append((doc_id, p))
+                    if earlier_ids is not None and doc_id != relative.as_posix():
+                        earlier_ids[doc_id] = relative.as_posix()
                 elif not p.is_dir():
                     notes.append(f"{p}: not a regular file")
             if not files:
-                raise CliError(f"no text, Markdown, HTML or PDF files under {arg}")
+                also = f" ({unsupported_note(left_out)})" if left_out else ""
+                raise CliError(f"no text, Markdown, HTML or PDF files under {arg}{also}")
+            for kind, n in left_out.items():
+                others[kind] = others.get(kind, 0) + n
         elif not arg.is_file() and arg.suffix.lower() in SUFFIXES:
             notes.append(f"{arg}: not a regular file")
             continue
         elif arg.suffix.lower() in SUFFIXES:
-            files = [(arg.name, arg)]
+            prefix = (id_prefix or "").strip("/")
+            files = [(f"{prefix}/{arg.name}" if prefix else arg.name, arg)]
         else:
             raise CliError(f"unsupported file type: {arg} (supported: {', '.join(sorted(SUFFIXES))})")
         for doc_id, path in files:
             if doc_id in found and found[doc_id].resolve() != path.resolve():
                 raise CliError(
-                    f"{found[doc_id]} and {path} would both get the document id {doc_id!r}; index them in separate runs"
+                    f"{found[doc_id]} and {path} would both get the document id {doc_id!r}; index them in separate "
+                    "runs or with different --id-prefix"
                 )
             found[doc_id] = path
     if skipped is None:
         for note in notes:
             typer.echo(f"skipped {note}", err=True)
+    if unsupported is None and others:
+        typer.echo(f"skipped {unsupported_note(others)}", err=True)
     return list(found.items())
 
 
+class UnreadableFile(CliError):
+    """A file that cannot be read: ``cannot read PATH: REASON``."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"cannot read {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
 def read_file(path: Path) -> str:
-    """The text of one file. Raises :class:`ImportError` for a PDF when pypdf is missing."""
+    """The text of one file. Raises :class:`ImportError` for a PDF when pypdf is missing, and
+    :class:`UnreadableFile` for a file that is not UTF-8, not readable (permissions) or a broken PDF."""
     suffix = path.suffix.lower()
     if suffix == ".pdf":
         from pypdf import PdfReader  # optional: the caller skips PDFs without it
@@ -137,28 +225,37 @@ def read_file(path: Path) -> str:
             return "\n\n".join(page.extract_text() or "" for page in PdfReader(path).pages)
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise CliError(f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        raise UnreadableFile(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     except Exception as exc:  # permissions, broken PDFs: name the file, not the parser's internals
-        raise CliError(f"cannot read {path}: {one_line(getattr(exc, 'strerror', None) or str(exc))}") from exc
+        raise UnreadableFile(path, one_line(getattr(exc, "strerror", None) or str(exc))) from exc
     return html_to_text(text) if suffix in HTML_SUFFIXES else text
 
 
-def read_documents(paths: Sequence[Path]) -> list[Document]:
-    """Read and split every file; files without text are skipped (an error if nothing is left)."""
+def read_documents(
+    files: Sequence[tuple[str, Path]], chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP
+) -> list[Document]:
+    """Read and split every file of :func:`collect_files` into chunks of ``chunk_size`` tokens overlapping by
+    ``chunk_overlap``. A file without text, or that cannot be read, is skipped with one line on stderr;
+    nothing left to index is an error."""
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    from langchain_pathrag.indexer import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+    from pathrag import Document
 
     splitter = RecursiveCharacterTextSplitter(
-        chunk_size=DEFAULT_CHUNK_SIZE, chunk_overlap=DEFAULT_CHUNK_OVERLAP, length_function=count_tokens
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, length_function=count_tokens
     )
     docs: list[Document] = []
     skipped: list[str] = []
-    for doc_id, path in collect_files(paths, skipped):
+    for doc_id, path in files:
         try:
             chunks = splitter.split_text(read_file(path))
         except ImportError:
             skipped.append(f"{path}: install pypdf to index PDF files")
+            continue
+        except UnreadableFile as exc:
+            if len(files) == 1:
+                raise  # the only file: its own error
+            skipped.append(f"{path}: cannot read it: {exc.reason}")
             continue
         if chunks:
             docs.append(Document(id=doc_id, chunks=tuple(chunks), metadata={"source": str(path)}))

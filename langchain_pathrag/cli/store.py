@@ -16,8 +16,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import typer
-
 import pathrag
 from pathrag import IndexConfig, PathRAGIndex
 from pathrag.store import LEGACY_FILES, STORE_FILE, StoreError, StoreLocked, read_store_info, write_store_info
@@ -25,17 +23,9 @@ from pathrag.store import LEGACY_FILES, STORE_FILE, StoreError, StoreLocked, rea
 from .errors import CliError, one_line
 from .providers import describe_embeddings, embedder, embedding_spec
 
-__all__ = ["STORE_META", "WAIT", "locked_error", "open_store", "opened", "read_meta", "write_meta"]
+__all__ = ["STORE_META", "locked_error", "open_store", "opened", "read_meta", "write_meta"]
 
 STORE_META = "cli.json"  # the JSON format's record of the embeddings (migrated into the store)
-
-WAIT = typer.Option(
-    0.0,
-    "--wait",
-    min=0,
-    metavar="SECONDS",
-    help="Wait up to SECONDS for another process writing the store (0: fail at once).",
-)
 
 
 def read_meta(store: Path) -> dict[str, Any] | None:
@@ -72,22 +62,42 @@ def open_store(
     llm: pathrag.LanguageModel | None = None,
     config: IndexConfig | None = None,
 ) -> PathRAGIndex:
-    """Open (or, with ``create``, start) a store, refusing embeddings other than the ones it was built with."""
+    """Open (or, with ``create``, start) a store, refusing embeddings other than the ones it was built with.
+
+    Without ``create`` the store's embeddings are made on first use: commands that embed nothing (``stats``,
+    most deletes) need no key, and one that does embed fails in one line (a write before changing anything).
+    """
     meta = read_meta(store)
     if meta is None and not create:
         raise CliError(f"no pathrag store at {store} (build one with: pathrag index PATH --store {store})")
     if meta == {}:
-        raise CliError(
+        unknown = CliError(
             f"the store {store} does not say which embeddings it uses (a store made by the library "
             "with an embedder of its own: open it from Python)"
         )
+        if create or embedding_model is not None:
+            raise unknown
+
+        def refuse() -> pathrag.Embedder:  # a command that embeds fails here; stats and the like work
+            raise unknown
+
+        return _open(store, llm, pathrag.indexing.LazyEmbedder(refuse), config, None)
     spec = meta["embeddings"] if meta else embedding_spec(embedding_model)
     if meta and embedding_model is not None and embedding_spec(embedding_model) != spec:
         raise CliError(
             f"the store {store} was built with the embeddings {describe_embeddings(spec)}, not "
             f"{describe_embeddings(embedding_spec(embedding_model))}; use another --store to switch"
         )
-    vectors = embedder(spec, store)
+    return _open(store, llm, embedder(spec, store, lazy=not create), config, spec)
+
+
+def _open(
+    store: Path,
+    llm: pathrag.LanguageModel | None,
+    vectors: pathrag.Embedder,
+    config: IndexConfig | None,
+    spec: str | None,
+) -> PathRAGIndex:
     # the one-line note of a JSON-format store's migration goes to stderr, whatever logging is set up
     note = logging.StreamHandler(sys.stderr)
     note.setFormatter(logging.Formatter("%(message)s"))

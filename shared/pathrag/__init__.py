@@ -6,22 +6,69 @@
 ('s', 'a', 't')
 """
 
-from .cypher import CypherGraphStore
-from .graph import BaseGraphStore, GraphStore, Neighborhood, NetworkXGraphStore, as_graph_store
-from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
-from .llm import LanguageModel, as_language_model
-from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
-from .params import PathParams, RetrievalParams
-from .pruning import (
-    afind_key_paths,
-    apropagate_resources,
-    aspread_resources,
-    find_key_paths,
-    propagate_resources,
-    spread_resources,
-)
-from .retrieval import aretrieve, retrieve
-from .vectors import Embedder, HashingEmbedder, InMemoryVectorIndex, VectorHit, VectorIndex, VectorItem
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._version import __version__ as __version__
+
+# Names are imported on first use (PEP 562): the ``pathrag`` command's --help and option defaults need
+# only pathrag.params, not numpy, networkx and pydantic.
+_EXPORTS = {
+    "CypherGraphStore": "cypher",
+    "BaseGraphStore": "graph",
+    "GraphStore": "graph",
+    "Neighborhood": "graph",
+    "NetworkXGraphStore": "graph",
+    "as_graph_store": "graph",
+    "Document": "indexing",
+    "IndexConfig": "indexing",
+    "InsertSummary": "indexing",
+    "PathRAGIndex": "indexing",
+    "LanguageModel": "llm",
+    "as_language_model": "llm",
+    "Entity": "models",
+    "Keywords": "models",
+    "Relation": "models",
+    "RetrievalResult": "models",
+    "RetrievedItem": "models",
+    "ScoredPath": "models",
+    "PathParams": "params",
+    "RetrievalParams": "params",
+    "afind_key_paths": "pruning",
+    "apropagate_resources": "pruning",
+    "aspread_resources": "pruning",
+    "find_key_paths": "pruning",
+    "propagate_resources": "pruning",
+    "spread_resources": "pruning",
+    "aretrieve": "retrieval",
+    "retrieve": "retrieval",
+    "Embedder": "vectors",
+    "HashingEmbedder": "vectors",
+    "InMemoryVectorIndex": "vectors",
+    "VectorHit": "vectors",
+    "VectorIndex": "vectors",
+    "VectorItem": "vectors",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .cypher import CypherGraphStore
+    from .graph import BaseGraphStore, GraphStore, Neighborhood, NetworkXGraphStore, as_graph_store
+    from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
+    from .llm import LanguageModel, as_language_model
+    from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
+    from .params import PathParams, RetrievalParams
+    from .pruning import (
+        afind_key_paths,
+        apropagate_resources,
+        aspread_resources,
+        find_key_paths,
+        propagate_resources,
+        spread_resources,
+    )
+    from .retrieval import aretrieve, retrieve
+    from .vectors import Embedder, HashingEmbedder, InMemoryVectorIndex, VectorHit, VectorIndex, VectorItem
 
 __all__ = [
     "BaseGraphStore",
@@ -60,4 +107,20 @@ __all__ = [
     "retrieve",
 ]
 
-__version__ = "0.1.0"
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_"):  # a submodule (``pathrag.store``), as when this module imported them all
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":  # the submodule exists but lacks a dependency
+                raise
+    raise AttributeError(f"module 'pathrag' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return [*__all__, "__version__"]

@@ -42,6 +42,7 @@ import logging
 import os
 import shutil
 import sqlite3
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, MutableMapping, Sequence
@@ -53,6 +54,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
+from ._version import __version__
 from .extraction import ExtractionConfig, check_name, extract_records
 from .graph import GraphStore, NetworkXGraphStore
 from .llm import LanguageModel, RememberingLanguageModel, as_language_model
@@ -70,7 +72,9 @@ from .store import (
     SQLiteVectorIndex,
     StoreError,
     WriterLock,
+    legacy_files,
     migrate_json_store,
+    store_exists,
     unpack_records,
     write_snapshot,
 )
@@ -86,6 +90,9 @@ __all__ = [
     "DocumentRecord",
     "IndexConfig",
     "InsertSummary",
+    "LazyEmbedder",
+    "MissingEmbedder",
+    "MissingEmbedderError",
     "PathRAGIndex",
     "chunk_id",
     "entity_vector_id",
@@ -100,7 +107,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 STATE_FILE = STORE_FILE  # the file whose presence says "an index lives here"
-PATHRAG_VERSION = "0.1.0"
+PATHRAG_VERSION = __version__  # the distribution's version, written in _version.py
 
 
 def embedder_name_of(embedder: Embedder | None) -> str | None:
@@ -112,6 +119,83 @@ def embedder_name_of(embedder: Embedder | None) -> str | None:
         return f"hashing-{embedder.dimensions}"
     name = getattr(embedder, "name", None)
     return name if isinstance(name, str) and name else None
+
+
+def embedder_from_name(name: str | None) -> Embedder | None:
+    """The embedder a recorded name stands for, when the core can make it (``hashing-<dim>``), else ``None``.
+
+    >>> embedder_from_name("hashing-64").dimensions, embedder_from_name("openai:text-embedding-3-small")
+    (64, None)
+    """
+    from .vectors import HashingEmbedder
+
+    dimensions = (name or "").removeprefix("hashing-")
+    if name and name.startswith("hashing-") and dimensions.isdigit() and int(dimensions) >= 8:
+        return HashingEmbedder(int(dimensions))
+    return None
+
+
+class MissingEmbedderError(ValueError):
+    """An index opened without an embedder was asked to embed (a query, or a write of new vectors)."""
+
+
+class LazyEmbedder(Embedder):
+    """The embedder ``make()`` returns, made on first use (``name``: what the store records for it).
+
+    A store whose embeddings need credentials then opens without them: only a query or a write that embeds
+    makes the embedder, and ``make``'s error (a missing key, say) is raised there, before a write changes
+    anything (see :meth:`PathRAGIndex.insert`).
+
+    >>> from pathrag import HashingEmbedder
+    >>> lazy = LazyEmbedder(lambda: HashingEmbedder(8), "hashing-8")
+    >>> len(lazy.embed(["a harbour"])[0]), embedder_name_of(lazy)
+    (8, 'hashing-8')
+    """
+
+    def __init__(self, make: Callable[[], Embedder], name: str | None = None) -> None:
+        self.name = name
+        self._make = make
+        self._made: Embedder | None = None
+        self._making = threading.Lock()
+
+    def ready(self) -> Embedder:
+        """The embedder, made now if it was not yet (raises what ``make()`` raises)."""
+        with self._making:
+            if self._made is None:
+                self._made = self._make()
+            return self._made
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """The made embedder's vectors."""
+        return self.ready().embed(texts)
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Async twin of :meth:`embed`."""
+        return await self.ready().aembed(texts)
+
+
+class MissingEmbedder(LazyEmbedder):
+    """Stands in for the embedder a store records but the core cannot make (an endpoint's, say): reads that
+    embed nothing work (stats, check, documents, a delete that re-embeds nothing); every embed call raises
+    :class:`MissingEmbedderError` naming the recorded embedder.
+
+    >>> try:
+    ...     MissingEmbedder("openai:text-embedding-3-small", "kb").embed(["x"])
+    ... except MissingEmbedderError as exc:
+    ...     print(str(exc).split(": ")[0])
+    the store kb was built with the embeddings 'openai:text-embedding-3-small', which pathrag cannot make
+    """
+
+    def __init__(self, name: str | None, directory: str | os.PathLike[str]) -> None:
+        super().__init__(self._fail, name)
+        self.directory = Path(directory)
+
+    def _fail(self) -> Embedder:
+        if self.name is None:
+            said = f"the store {self.directory} does not record which embeddings built it"
+        else:
+            said = f"the store {self.directory} was built with the embeddings {self.name!r}, which pathrag cannot make"
+        raise MissingEmbedderError(f"{said}: to embed (query or add), open it with embedder= the same embeddings")
 
 
 class Document(BaseModel):
@@ -186,6 +270,8 @@ class InsertSummary:
     failures: list[ChunkFailure] = field(default_factory=list)
     removed: int = 0
     """Known documents given again with no text: removed, as :meth:`PathRAGIndex.delete` would."""
+    replaced: list[str] = field(default_factory=list)
+    """Ids of documents the index already held that got new content (counted in ``documents`` too)."""
 
     @property
     def tokens(self) -> int:
@@ -217,6 +303,12 @@ class PathRAGIndex:
     graph store. With a ``directory``, everything lives in its ``pathrag.sqlite`` (see
     :mod:`pathrag.store`), opened lazily: a retrieval reads only what it needs. The store records the
     embedder's name (``embedder_name``, by default derived from the embedder) and refuses another one.
+
+    An existing store opens without ``embedder``: with the one it records when the core can make it
+    (``hashing-<dim>``, see :func:`embedder_from_name`), else with a :class:`MissingEmbedder`, so that
+    reads that embed nothing work and a query or a write that must embed raises
+    :class:`MissingEmbedderError` (a write before changing anything). Without a directory, or with one
+    that holds no store yet, pass an embedder.
     """
 
     def __init__(
@@ -236,8 +328,12 @@ class PathRAGIndex:
         self.directory = Path(directory) if directory is not None else None
         self.llm = as_language_model(llm) if llm is not None else None
         given = {"entities": entity_index, "relations": relation_index, "chunks": chunk_index}
-        if embedder is None and any(v is None for v in given.values()):
-            raise ValueError("pass an embedder, or all three of entity_index, relation_index and chunk_index")
+        recorded = embedder is None and any(v is None for v in given.values())  # the store's own embedder
+        if recorded and (self.directory is None or not (store_exists(self.directory) or legacy_files(self.directory))):
+            raise ValueError(
+                "pass an embedder, or all three of entity_index, relation_index and chunk_index"
+                + (f" (no store in {self.directory} yet to take the embedder from)" if self.directory else "")
+            )
         self._store: SQLiteStore | None = None
         if self.directory is not None:
             self._store = _open_store(
@@ -247,6 +343,10 @@ class PathRAGIndex:
                 "external" if any(v is not None for v in given.values()) else "sqlite-exact",
             )
         store = self._store
+        if recorded and store is not None:  # an existing store opened without an embedder: the one it records
+            name = embedder_name or store.meta().get("embedder")
+            embedder = embedder_from_name(name) or MissingEmbedder(name, store.directory)
+        self._embedder = embedder  # the embedder of the store's own vector indexes (if any)
         self.vector_indexes: dict[str, VectorIndex] = {}
         for name, index in given.items():
             if index is None:
@@ -762,6 +862,11 @@ class PathRAGIndex:
         missing = [cid for cid in planned if cid not in self.chunks]
         if todo:
             self._check_writable()  # before paying for any LLM call
+            saved = len(planned) - len(missing)
+            self._phase(
+                f"{len(todo):,} new or changed document{'s' * (len(todo) != 1)}: {len(missing):,} of {len(planned):,} "
+                f"chunk{'s' * (len(planned) != 1)} to extract" + (f", {saved:,} saved already" if saved else "")
+            )
         failed = await self._extract_all({cid: planned[cid] for cid in missing}, run, summary)
 
         with self._committing():
@@ -788,11 +893,19 @@ class PathRAGIndex:
                     DocumentRecord(content, chunk_ids, doc.metadata, sorted(c for c in chunk_ids if c in failed)),
                 )
                 summary.documents += 1
+                if old is not None and old.hash != content:
+                    summary.replaced.append(doc_id)
             summary.chunks = len(dict.fromkeys(touched_chunks))
             released -= set(touched_chunks)
-            rebuilt = await self._rebuild(touched_chunks + sorted(released), run)
+            phase = self._phase if todo else None  # nothing changed: no phases to show
+            rebuilt = await self._rebuild(touched_chunks + sorted(released), run, phase)
             summary.entities, summary.relations = len(rebuilt.entities), len(rebuilt.relations)
+            if phase is not None and newly_live:
+                live = len(dict.fromkeys(newly_live))
+                phase(f"embedding {live:,} chunk{'s' * (live != 1)}")
             await self._sync_chunk_vectors(newly_live, released)
+            if phase is not None:
+                phase("committing…")
         summary.llm_calls, summary.cache_hits = run.calls, run.hits
         summary.prompt_tokens, summary.completion_tokens = run.prompt_tokens, run.completion_tokens
         return summary
@@ -804,7 +917,8 @@ class PathRAGIndex:
         if planned and self.llm is None:
             raise ValueError("this index has no llm, so it cannot extract new chunks")
         failed: set[str] = set()
-        progress = tqdm(total=len(planned), unit="chunk", desc="extracting", disable=not self.config.show_progress)
+        shown = self.config.show_progress and bool(planned)  # no bar when every chunk is saved already
+        progress = tqdm(total=len(planned), unit="chunk", desc="extracting", disable=not shown)
         counts = {"entities": 0, "relations": 0}
 
         async def one(cid: str, text: str, doc_ids: list[str]) -> None:
@@ -825,8 +939,10 @@ class PathRAGIndex:
                 counts["entities"] += len(done.result.entities)
                 counts["relations"] += len(done.result.relations)
             progress.update(1)
-            progress.set_postfix(
-                calls=run.calls, tokens=run.prompt_tokens + run.completion_tokens, **counts, refresh=False
+            progress.set_postfix_str(  # raw counts: merging the same names across chunks makes them smaller
+                f"{run.calls} calls, {run.prompt_tokens + run.completion_tokens:,} tokens, before merging "
+                f"{counts['entities']} entities, {counts['relations']} relations",
+                refresh=False,
             )
 
         tasks = [asyncio.ensure_future(one(cid, text, doc_ids)) for cid, (text, doc_ids) in planned.items()]
@@ -842,13 +958,18 @@ class PathRAGIndex:
             progress.close()
         return failed
 
+    def _phase(self, text: str) -> None:
+        """With ``show_progress``: one line on stderr saying which step of a write starts (after the bars)."""
+        if self.config.show_progress:
+            tqdm.write(text, file=sys.stderr)
+
     # -- delete ------------------------------------------------------------------------------------
 
     async def _delete(self, document_ids: list[str]) -> DeleteSummary:
         summary = DeleteSummary()
         run = OperationCalls(self.config.max_concurrency)
         if any(doc_id in self.documents for doc_id in document_ids):
-            self._check_writable()
+            self._check_writable(embeds=False)  # a delete embeds only the descriptions it changes
         with self._committing():
             released: set[str] = set()
             for doc_id in dict.fromkeys(document_ids):
@@ -869,14 +990,19 @@ class PathRAGIndex:
         summary.llm_calls = run.calls
         return summary
 
-    def _check_writable(self) -> None:
-        """Fail in one line before any LLM call when the store cannot be written."""
+    def _check_writable(self, *, embeds: bool = True) -> None:
+        """Fail in one line before any LLM call when the store cannot be written, or for a write that
+        ``embeds``, when a lazy embedder cannot be made (see :class:`LazyEmbedder`, :class:`MissingEmbedder`)."""
         if self._store is not None:
             self._store.check_writable()
+        if embeds and isinstance(self._embedder, LazyEmbedder):
+            self._embedder.ready()
 
     # -- rebuilding the graph and vectors from chunk records (see pathrag.rebuild) ------------------
 
-    async def _rebuild(self, chunk_ids: Sequence[str], run: OperationCalls) -> Rebuilt:
+    async def _rebuild(
+        self, chunk_ids: Sequence[str], run: OperationCalls, on_phase: Callable[[str], None] | None = None
+    ) -> Rebuilt:
         """Recompute every entity and relation mentioned by ``chunk_ids`` from the live chunks."""
         ask = (lambda prompt: self._ask(prompt, run)) if self.llm is not None else None
         return await rebuild(
@@ -887,6 +1013,7 @@ class PathRAGIndex:
             self._written_index("relations"),
             lambda item, label, records: self._summariser.summarise(item, label, records, ask),
             directed=self.config.directed_relations,
+            on_phase=on_phase,
         )
 
     async def _sync_chunk_vectors(self, added: Sequence[str], released: set[str]) -> None:

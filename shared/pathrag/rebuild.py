@@ -90,9 +90,11 @@ async def rebuild(
     summarise: Callable[[Any, str, Sequence[Entity | Relation]], Awaitable[Any]],
     *,
     directed: bool = False,
+    on_phase: Callable[[str], None] | None = None,
 ) -> Rebuilt:
     """Recompute every entity and relation mentioned by ``chunk_ids`` from the live chunks, and write them
-    (or their removal) to the graph and the two vector indexes."""
+    (or their removal) to the graph and the two vector indexes. ``on_phase`` is told, in one line, when the
+    merging (with the summaries of long descriptions) and the embedding start, with the merged counts."""
     touched_entities: set[str] = set()
     touched_relations: set[tuple[str, str]] = set()
     for cid in chunk_ids:
@@ -133,6 +135,9 @@ async def rebuild(
     names, keys = sorted(touched_entities), sorted(touched_relations)
     gone_entities = [n for n in names if n not in by_name]
     gone_relations = [k for k in keys if k not in by_key]
+    kept = f"{sum(n in by_name for n in names):,} entities and {sum(k in by_key for k in keys):,} relations"
+    if on_phase is not None:
+        on_phase(f"merging into {kept}")
     entities = list(
         await asyncio.gather(*(summarise(by_name[n], n, entity_records.get(n, [])) for n in names if n in by_name))
     )
@@ -151,6 +156,8 @@ async def rebuild(
     await graph.aupsert_entities(entities)
     await graph.aupsert_relations(relations)  # replaces, whichever way round it was stored
 
+    if on_phase is not None:
+        on_phase(f"embedding {kept}")
     await entity_index.adelete([entity_vector_id(n) for n in gone_entities])
     await entity_index.aupsert([entity_vector_item(e) for e in entities])
     await relation_index.adelete([relation_vector_id(k) for k in gone_relations])

@@ -21,9 +21,10 @@ import pytest
 from typer.testing import CliRunner
 
 from langchain_pathrag.cli import app, to_html, to_mermaid
-from pathrag import Entity, Keywords, RetrievalResult, RetrievedItem, ScoredPath
+from pathrag import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
 from pathrag.demo import demo_data, load_questions
-from pathrag.tokens import approximate_token_count
+from pathrag.prompts import EVIDENCE_INSTRUCTIONS
+from pathrag.tokens import approximate_token_count, count_tokens
 
 DATA = Path(str(demo_data()))
 QUESTIONS = load_questions()
@@ -42,9 +43,11 @@ def run(*args: str):
 
 
 def assert_error(result, code: int, *fragments: str) -> None:
-    """One ``error:`` line on stderr, nothing else, no traceback, the given exit code."""
+    """One ``error:`` line on stderr, nothing else (but the progress line ``index`` shows first: ``Reading N
+    files…``), no traceback, the given exit code."""
     assert result.exit_code == code, result.output
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: "), result.stderr
+    stderr = re.sub(r"\AReading [\d,]+ files?…\n", "", result.stderr)
+    assert stderr.count("\n") == 1 and stderr.startswith("error: "), result.stderr
     assert "Traceback" not in result.output
     for fragment in fragments:
         assert fragment in result.stderr
@@ -104,8 +107,12 @@ def test_demo_prints_seeds_key_paths_hops_tokens_and_prompts() -> None:
         listed = re.findall(r"^  \d+\. score (\d\.\d{4})  (\d) hops?  (.+)$", section, re.M)
         assert listed and any(path in arrows(q.expected_path) for _, _, path in listed), section
         assert re.search(r"^Hops: \d+ paths: ", section, re.M)
-        assert re.search(r"^Context: [\d,]+ tokens, \d paths", section, re.M)
+        context = re.search(r"^Context: ([\d,]+) tokens, \d paths .*, within the 4,000-token budget$", section, re.M)
+        assert context and int(context[1].replace(",", "")) <= 4000, section  # the default budget, said
         prompt = section.split(" tokens) ──", 1)[1].split("\n── end of prompt ─", 1)[0].split("\n", 1)[1]
+        # the printed prompt is a context within that budget, then the instructions
+        assert prompt.endswith(f"\n\n{EVIDENCE_INSTRUCTIONS}")
+        assert count_tokens(prompt.removesuffix(f"\n\n{EVIDENCE_INSTRUCTIONS}")) <= 4000
         assert prompt.startswith(f"Question: {q.question}\n\nPassages, least to most relevant:")
         assert prompt.endswith("say so rather than guessing.")
         assert 1 <= len(re.findall(r"^Path \d+:$", prompt, re.M)) <= len(listed)  # the best path, within budget
@@ -148,16 +155,16 @@ def test_index_again_skips_unchanged_files(store: Path, docs: Path) -> None:
 
 def test_round_trip_index_paths_delete_paths(store: Path) -> None:
     before = paths_json(store)
-    assert before["seeds"] == ["ODRIC PELHAM", "LANTERN NIGHT FLOOD"]
+    assert sorted(before["seeds"]) == ["LANTERN NIGHT FLOOD", "ODRIC PELHAM"]
     assert list(Q1.expected_path) in [item["nodes"] for item in before["items"]]
     for item in before["items"]:
         assert item["kind"] == "path" and item["hops"] == len(item["nodes"]) - 1 and item["score"] > 0
 
     stats = run("stats", "--store", store).stdout
-    assert re.search(r"^  inquiry/findings.txt +1$", stats, re.M)  # ids are paths relative to the argument
-    assert re.search(r"^  notes.html +1$", stats, re.M) and re.search(r"^  plan.md +1$", stats, re.M)
+    assert re.search(r"^  docs/inquiry/findings.txt +1$", stats, re.M)  # the folder's name, the relative path
+    assert re.search(r"^  docs/notes.html +1$", stats, re.M) and re.search(r"^  docs/plan.md +1$", stats, re.M)
 
-    deleted = run("delete", "inquiry/findings.txt", "--store", store)
+    deleted = run("delete", "docs/inquiry/findings.txt", "--store", store)
     assert deleted.exit_code == 0, deleted.output
     assert re.search(r"^  documents deleted +1$", deleted.stdout, re.M)
 
@@ -165,15 +172,28 @@ def test_round_trip_index_paths_delete_paths(store: Path) -> None:
     # the flood was only known from the deleted inquiry findings: no path reaches it any more
     assert all("LANTERN NIGHT FLOOD" not in item["nodes"] for item in after["items"])
     assert "LANTERN NIGHT FLOOD" not in after["seeds"]
-    assert "inquiry/findings.txt" not in run("stats", "--store", store).stdout
+    assert "docs/inquiry/findings.txt" not in run("stats", "--store", store).stdout
 
 
 def test_paths_table(store: Path) -> None:
-    result = run("paths", Q1.question, "--store", store, "--replay", DATA, *DEMO_KNOBS)
+    # the paper's paths: seeds in the order the keywords found them, paths from the first seed
+    result = run("paths", Q1.question, "--store", store, "--replay", DATA, *DEMO_KNOBS, "--context", "paths")
     assert result.exit_code == 0, result.output
     assert "Seeds (2): ODRIC PELHAM, LANTERN NIGHT FLOOD" in result.stdout
     assert re.search(r"Key paths \(\d+ paths: .* hops?; mean [\d.]+ hops\)", result.stdout)
     assert re.search(r"│ 1 │ 0\.\d{4} │ \d +│ ODRIC PELHAM →", result.stdout)
+
+
+def test_paths_shows_the_paths_query_puts_in_the_prompt(store: Path) -> None:
+    shown = paths_json(store)
+    prompt = run("query", Q1.question, "--store", store, "--replay", DATA, *DEMO_KNOBS, "--context-only", "--json")
+    assert prompt.exit_code == 0, prompt.output
+    sent = [item["nodes"] for item in json.loads(prompt.stdout)["sources"] if item["kind"] == "path"]
+    listed = [item["nodes"] for item in shown["items"]]
+    assert sent and all(nodes in listed for nodes in sent)
+    assert all(item["kind"] == "path" for item in shown["items"])  # the passages are `query`'s sources only
+    paper = paths_json(store, Q1.question, "--context", "paths")
+    assert [item["nodes"] for item in paper["items"]] != listed  # --context paths: the paper's paths
 
 
 def test_paths_without_a_model_search_with_the_question(store: Path) -> None:
@@ -202,8 +222,9 @@ def test_mermaid_output_is_well_formed(store: Path) -> None:
     assert set(nodes.values()) == names and len(nodes) == len(names)
     walked = {frozenset(p) for item in data["items"] for p in pairwise(item["nodes"])}
     assert {frozenset((nodes[a], nodes[b])) for a, b in edges} == walked and len(edges) == len(walked)
-    seeds = ",".join(i for i, n in nodes.items() if n in data["seeds"])
-    assert other == ["    classDef seed stroke-width:3px", f"    class {seeds} seed"]
+    seeds = {i for i, n in nodes.items() if n in data["seeds"]}
+    assert other[0] == "    classDef seed stroke-width:3px" and len(other) == 2
+    assert re.fullmatch(r"    class (\S+) seed", other[1]) and set(other[1].split()[1].split(",")) == seeds
 
 
 def test_mermaid_escapes_labels() -> None:
@@ -259,8 +280,10 @@ def test_html_output_is_a_well_formed_self_contained_picture(store: Path) -> Non
     names = {n for item in data["items"] for n in item["nodes"]}
     walked = {frozenset(p) for item in data["items"] for p in pairwise(item["nodes"])}
     assert tags.count("circle") == len(names) and tags.count("line") == len(walked)
-    seeds = [attrs for tag, attrs in checker.tags if tag == "g" and attrs.get("class") == "node seed"]
+    seeds = [a for tag, a in checker.tags if tag == "g" and {"node", "seed"} <= set(a.get("class", "").split())]
     assert len(seeds) == len(data["seeds"])
+    best = " → ".join(data["items"][0]["nodes"])  # the best path, as text, before the picture
+    assert page.index("Best path") < page.index(html.escape(best)) < page.index("<svg")
     text = "".join(checker.text)
     for name in names:
         assert name in text
@@ -292,6 +315,98 @@ def test_html_escapes_names_and_lays_out_separate_parts() -> None:
     assert "A&lt;B" in page and "C &amp; &quot;D&quot;" in page and "x &lt; y" in page
     circles = [(float(a["cx"]), float(a["cy"])) for tag, a in checker.tags if tag == "circle"]
     assert len(circles) == len(set(circles)) == 3  # the lone entity gets a place of its own
+
+
+def _path_item(rank: int, nodes: tuple[str, ...], score: float) -> RetrievedItem:
+    return RetrievedItem("path", f"p{rank}", "text", score, nodes, (), ScoredPath(nodes=nodes, score=score))
+
+
+HOSTILE = '<script>&"'
+LONG = "THE VERY LONG AND WINDING NAME OF THE SALTGATE HARBOUR REDEVELOPMENT AUTHORITY"
+
+
+def _picture() -> tuple[RetrievalResult, dict, dict]:
+    """Two key paths between two seeds, one entity with a hostile name and one with a very long name."""
+    best, other = ("ALPHA", LONG, "OMEGA"), ("ALPHA", HOSTILE, "OMEGA")
+    result = RetrievalResult(
+        query="How is ALPHA connected to OMEGA?",
+        keywords=Keywords(low_level=("ALPHA", "OMEGA")),
+        seeds=["ALPHA", "OMEGA"],
+        items=[_path_item(1, best, 0.9), _path_item(2, other, 0.4)],
+    )
+    entities = {name: Entity(name=name, type="thing", description=f"about {name}") for name in (*best, HOSTILE)}
+    relations = {
+        (min(a, b), max(a, b)): Relation(source=a, target=b, keywords=(f"{a[:5].lower()} link", "more"))
+        for path in (best, other)
+        for a, b in pairwise(path)
+    }
+    return result, entities, relations
+
+
+def _parsed(page: str) -> _Checker:
+    checker = _Checker()
+    checker.feed(page)
+    checker.close()
+    assert checker.stack == []
+    return checker
+
+
+def test_html_shows_the_best_path_first_and_highlights_it() -> None:
+    result, entities, relations = _picture()
+    page = to_html(result, entities, relations, result.seeds)
+    body = page.split("<body>", 1)[1]
+    chain = html.escape(f"ALPHA → {LONG} → OMEGA")
+    assert body.index("Best path") < body.index(chain) < body.index("<svg")  # before the picture
+    assert body.index('<b>ALPHA</b> — <span class="rel">alpha link, more</span>') < body.index("<svg")
+    checker = _parsed(page)
+    best_lines = [a for tag, a in checker.tags if tag == "line" and "best" in a["class"].split()]
+    best_nodes = [a for tag, a in checker.tags if tag == "g" and {"node", "best"} <= set(a["class"].split())]
+    assert len(best_lines) == 2 and len(best_nodes) == 3
+    assert [a for tag, a in checker.tags if tag == "tr" and a.get("class") == "best"] == [{"class": "best"}]
+
+
+def test_html_labels_every_path_edge_and_keeps_every_name_whole() -> None:
+    result, entities, relations = _picture()
+    page = to_html(result, entities, relations, result.seeds)
+    checker = _parsed(page)
+    captions = re.findall(r'<g class="caption( best)?"><title>([^<]*)</title>.*?<text [^>]*>([^<]*)</text></g>', page)
+    assert len(captions) == len(relations) == 4  # every edge of every path has its caption
+    assert sum(best == " best" for best, _, _ in captions) == 2
+    for relation in relations.values():
+        caption = html.escape(f"{relation.keywords[0]}, more")
+        assert any(c == caption and tip.startswith(html.escape(relation.source)) for _, tip, c in captions)
+    text = "".join(checker.text)  # what a reader sees, tooltips included
+    for name in entities:
+        assert f"<title>{html.escape(name)} (thing): about" in page and name in text  # whole in its tooltip
+    # the long name is wrapped on short lines under its node, none wider than the picture allows
+    tspans = re.findall(r"<tspan [^>]*>([^<]*)</tspan>", page)
+    assert all(len(html.unescape(t)) <= 16 for t in tspans) and "THE VERY LONG" in tspans
+    # the picture is fitted around everything drawn: every point inside the viewBox
+    _, _, width, height = map(float, dict(checker.tags)["svg"]["viewbox"].split())
+    for tag, attrs in checker.tags:
+        if tag == "rect":  # a caption's background
+            assert 0 <= float(attrs["x"]) and float(attrs["x"]) + float(attrs["width"]) <= width
+            assert 0 <= float(attrs["y"]) and float(attrs["y"]) + float(attrs["height"]) <= height
+        elif tag in ("text", "tspan") and "x" in attrs:
+            assert 0 <= float(attrs["x"]) <= width
+
+
+def test_html_without_any_path_or_entity_says_so() -> None:
+    empty = RetrievalResult(query="Who?", keywords=Keywords(), seeds=[])
+    page = to_html(empty, {}, {}, [])
+    assert "No entity of the store matches the question." in page
+    checker = _parsed(page)
+    assert [tag for tag, _ in checker.tags].count("circle") == 0
+
+
+def test_html_escapes_a_hostile_name_and_stays_self_contained() -> None:
+    result, entities, relations = _picture()
+    page = to_html(result, entities, relations, result.seeds)
+    assert "<script" not in page.lower() and HOSTILE not in page
+    assert "&lt;script&gt;&amp;&quot;" in page
+    assert re.findall(r"https?:", page) == ["http:"]  # only the SVG namespace, no link anywhere
+    assert re.findall(r"(?:src|href)=", page) == []
+    _parsed(page)
 
 
 def test_query_context_only_prints_the_exact_prompt(store: Path) -> None:
@@ -335,7 +450,8 @@ def test_query_context_only_prints_the_exact_prompt(store: Path) -> None:
     assert sources["prompt"] == prompt.rstrip("\n")
     kinds = [s["kind"] for s in sources["sources"]]
     assert kinds.count("path") == len(blocks) and kinds.count("passage") == 3  # the test store's three documents
-    assert {d for s in sources["sources"] for d in s["documents"]} == {"plan.md", "notes.html", "inquiry/findings.txt"}
+    documents = {d for s in sources["sources"] for d in s["documents"]}
+    assert documents == {"docs/plan.md", "docs/notes.html", "docs/inquiry/findings.txt"}
 
 
 def test_query_context_budget_drops_the_least_reliable_paths(store: Path) -> None:
@@ -443,8 +559,9 @@ def test_error_embeddings_mismatch(store: Path) -> None:
 
 
 def test_error_unknown_document(store: Path) -> None:
-    assert_error(run("delete", "plan.md", "missing.md", "--store", store), 1, "no document 'missing.md'", "plan.md")
-    assert "plan.md" in run("stats", "--store", store).stdout  # nothing was deleted
+    deleted = run("delete", "docs/plan.md", "missing.md", "--store", store)
+    assert_error(deleted, 1, "no document 'missing.md'", "docs/plan.md")
+    assert "docs/plan.md" in run("stats", "--store", store).stdout  # nothing was deleted
 
 
 def test_debug_shows_the_traceback(tmp_path: Path) -> None:

@@ -18,10 +18,13 @@ from langchain_pathrag.cli.providers import (
     chat_model,
     embedder,
     embedding_spec,
+    lazy_language_model,
     parse_model_spec,
 )
 from pathrag import HashingEmbedder
 from pathrag.demo import demo_data, load_questions
+
+from .test_cli import assert_error
 
 DATA = Path(str(demo_data()))
 QUESTION = load_questions()[0].question
@@ -35,15 +38,6 @@ def no_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run(*args: object):
     return CliRunner().invoke(app, [str(a) for a in args])
-
-
-def assert_error(result, code: int, *fragments: str) -> None:
-    """One ``error:`` line on stderr, no traceback, the given exit code."""
-    assert result.exit_code == code, result.output
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: "), result.stderr
-    assert "Traceback" not in result.output
-    for fragment in fragments:
-        assert fragment in result.stderr, result.stderr
 
 
 @pytest.fixture
@@ -127,6 +121,22 @@ def test_specs_reach_init_chat_model_with_their_provider(chat_calls, monkeypatch
         ("gpt-4o-mini", "openai"),
         ("gpt-4o", "openai"),
     ]
+
+
+def test_a_lazy_model_is_made_on_its_first_use_only(chat_calls, monkeypatch: pytest.MonkeyPatch) -> None:
+    from langchain_pathrag import LangChainLanguageModel
+
+    assert lazy_language_model("gpt-4o-mini") is None  # no key: no model, as chat_model says
+    with pytest.raises(CliError, match="unknown model provider"):  # the spec is checked at once
+        lazy_language_model("nosuch:model")
+    model = lazy_language_model("ollama:llama3.1")
+    assert model is not None and chat_calls == []
+    assert model.complete("Hello?") == "An answer from the fake model."
+    assert model.name == LangChainLanguageModel(FakeListChatModel(responses=["An answer from the fake model."])).name
+    model.complete("Again?")
+    assert chat_calls == [("llama3.1", "ollama")]  # made once
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert lazy_language_model("gpt-4o-mini") is not None and chat_calls == [("llama3.1", "ollama")]
 
 
 def test_a_plain_name_with_a_key_is_still_chat_openai(monkeypatch: pytest.MonkeyPatch) -> None:

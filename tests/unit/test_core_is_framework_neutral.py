@@ -36,3 +36,15 @@ def test_importing_every_core_module_loads_no_framework():
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_every_public_name_of_the_core_resolves():
+    # pathrag/__init__ imports its names on first use: each must be found where _EXPORTS says, and be public
+    script = (
+        "import pathrag\n"
+        "missing = [n for n in pathrag.__all__ if getattr(pathrag, n, None) is None]\n"
+        "print(missing, sorted(set(pathrag._EXPORTS) ^ set(pathrag.__all__)), pathrag.__version__)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split()[:2] == ["[]", "[]"]
+    assert done.stdout.split()[2] == pathrag.__version__

@@ -575,7 +575,7 @@ def test_eval_help_documents_every_option(no_key):
 
     result = cli("eval", "--help")
     assert result.exit_code == 0
-    command = typer.main.get_command(app).commands["eval"]  # type: ignore[attr-defined]
+    command = typer.main.get_command(app).commands["eval"].load()  # type: ignore[attr-defined]  # a LazyCommand
     options = [p for p in command.params if p.param_type_name == "option"]
     assert len(options) >= 20
     for option in options:
