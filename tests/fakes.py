@@ -81,3 +81,21 @@ class ScriptedLLM:
             return answer_for(text, gleaning=prompt.rstrip().endswith("Missing records:"))
         finally:
             self.in_flight -= 1
+
+
+class EndpointNamed:
+    """Offline vectors under an endpoint's name: a store built with it records ``openai:text-embedding-3-small``,
+    the embeddings only a provider can make (no network: the vectors are pathrag's hashing ones)."""
+
+    name = "openai:text-embedding-3-small"
+
+    def __init__(self) -> None:
+        from pathrag import HashingEmbedder
+
+        self.vectors = HashingEmbedder(256)
+
+    def embed(self, texts):
+        return self.vectors.embed(texts)
+
+    async def aembed(self, texts):
+        return self.vectors.embed(texts)

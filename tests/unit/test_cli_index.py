@@ -14,26 +14,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from langchain_pathrag.cli import app
 from langchain_pathrag.cli.readers import CHUNK_OVERLAP, CHUNK_SIZE
 from pathrag import Document, HashingEmbedder, PathRAGIndex
 from pathrag.demo import ReplayLLM, demo_data
 
+from .test_cli import no_key, run  # noqa: F401 (no_key: an autouse fixture)
+
 DATA = Path(str(demo_data()))
 CORPUS = DATA / "corpus"
 PLAN, NOTES, FINDINGS = "02-greyfen-expansion-plan.md", "03-tarn-point-field-notes.md", "06-morrow-inquiry-findings.md"
-
-
-@pytest.fixture(autouse=True)
-def no_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PATHRAG_MODEL", "PATHRAG_EMBEDDING_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def run(*args: object):
-    return CliRunner().invoke(app, [str(a) for a in args])
 
 
 def index(*args: object, store: Path):

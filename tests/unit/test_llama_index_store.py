@@ -21,6 +21,7 @@ from pathrag.context import answer_prompt, result_context
 from pathrag.demo import load_questions, open_demo_index
 from pathrag.indexing import MissingEmbedderError
 
+from ..fakes import EndpointNamed
 from ..llama_index_fakes import ScriptedLlamaLLM
 
 QUESTION = load_questions()[0].question
@@ -80,21 +81,6 @@ def test_keywords_come_from_the_llm_given(store: Path) -> None:
     assert retriever.retrieve(QUESTION)
     assert any(p.startswith("Pick the search keywords") for p in llm.prompts)
     retriever.close()
-
-
-class EndpointNamed:
-    """Offline vectors under an endpoint's name: the store records ``openai:text-embedding-3-small``."""
-
-    name = "openai:text-embedding-3-small"
-
-    def __init__(self) -> None:
-        self.vectors = HashingEmbedder(256)
-
-    def embed(self, texts):
-        return self.vectors.embed(texts)
-
-    async def aembed(self, texts):
-        return self.vectors.embed(texts)
 
 
 def test_an_endpoint_store_needs_its_embed_model(tmp_path: Path) -> None:

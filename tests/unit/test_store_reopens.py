@@ -18,7 +18,7 @@ from pathrag.demo import load_questions, open_demo_index
 from pathrag.indexing import LazyEmbedder, MissingEmbedder, MissingEmbedderError
 from pathrag.store import STORE_FILE, SQLiteVectorIndex, read_store_info
 
-from ..fakes import ScriptedLLM
+from ..fakes import EndpointNamed, ScriptedLLM
 
 ENDPOINT = "openai:text-embedding-3-small"
 QUESTION = load_questions()[0].question
@@ -39,21 +39,6 @@ DOCS = [
     ),
     Document(id="c", text="ENTITY Ida | person | Builds sea walls.\nLINK Ida | Saltmere | Ida works there. | work | 4"),
 ]
-
-
-class EndpointNamed:
-    """Offline vectors under an endpoint's name: the store records ``openai:text-embedding-3-small``."""
-
-    name = ENDPOINT
-
-    def __init__(self) -> None:
-        self.vectors = HashingEmbedder(256)
-
-    def embed(self, texts):
-        return self.vectors.embed(texts)
-
-    async def aembed(self, texts):
-        return self.vectors.embed(texts)
 
 
 @pytest.fixture(autouse=True)
