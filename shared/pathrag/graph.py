@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import tempfile
+import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -529,10 +529,20 @@ def as_graph_store(graph: GraphStore | nx.Graph) -> GraphStore:
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Replace ``path`` with ``text`` so that a crash leaves either the old or the new file, never half."""
+    """Replace ``path`` with ``text`` so that a crash leaves either the old or the new file, never half.
+
+    The new file is on disk before it takes the old one's name, and the rename is on disk before this
+    returns (the file and its directory are fsynced). It gets the mode a new file gets (0644 under the usual
+    umask 022), not a temporary file's 0600: results written here are for other users to read too.
+
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "notes.txt"
+    >>> atomic_write_text(target, "new"); target.read_text()
+    'new'
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _new_temporary(path)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -542,6 +552,33 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_directory(path.parent)
+
+
+def _new_temporary(path: Path) -> tuple[int, str]:
+    """A new, empty file beside ``path``, opened for writing: ``(descriptor, name)``."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        name = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            # mode 0666 lets the umask decide, as for any new file (mkstemp would force 0600)
+            return os.open(name, flags, 0o666), name
+        except FileExistsError:  # another writer's temporary: draw another name
+            continue
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable; a no-op where directories cannot be opened (Windows)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems refuse fsync on a directory: the rename itself is done
+        pass
+    finally:
+        os.close(fd)
 
 
 def entity_from_attrs(name: Any, data: Mapping[str, Any]) -> Entity:

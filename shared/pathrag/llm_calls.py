@@ -35,11 +35,15 @@ class OperationCalls:
 
 class LLMCaller:
     """Asks a model, behind ``cache`` (when ``use_cache``), the operation's concurrency limit, and up to
-    ``max_attempts`` attempts with random exponential back-off."""
+    ``max_attempts`` attempts with random exponential back-off.
+
+    ``cache=None`` leaves caching to the caller (the evaluation journals each call with its tokens and
+    latency, see :class:`pathrag.eval.calls.ModelCalls`).
+    """
 
     def __init__(
         self,
-        cache: StringTable,
+        cache: StringTable | None,
         *,
         use_cache: bool = True,
         max_attempts: int = 4,
@@ -65,7 +69,7 @@ class LLMCaller:
         has failed.
         """
         key = cache_key(llm.name, prompt)
-        if self.use_cache and key in self.cache:
+        if self.use_cache and self.cache is not None and key in self.cache:
             calls.hits += 1
             return self.cache[key]
         retrying = AsyncRetrying(
@@ -81,6 +85,6 @@ class LLMCaller:
                     answer = await llm.acomplete(prompt)
         calls.prompt_tokens += self.usage_tokens(prompt)
         calls.completion_tokens += self.usage_tokens(answer)
-        if self.use_cache:
+        if self.use_cache and self.cache is not None:
             self.cache[key] = answer  # written at once: a crash does not make us pay for it again
         return answer

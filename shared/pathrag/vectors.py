@@ -154,9 +154,16 @@ class InMemoryVectorIndex(VectorIndex):
     def _store(self, items: Sequence[VectorItem], vectors: Sequence[Sequence[float]]) -> None:
         if len(vectors) != len(items):
             raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(items)} texts")
-        for item, vector in zip(items, vectors, strict=True):
+        arrays = [_unit(np.asarray(vector, dtype=np.float32)) for vector in vectors]
+        held = next(iter(self._vectors.values()), None)
+        sizes = {len(a) for a in arrays} | ({len(held)} if held is not None else set())
+        if len(sizes) > 1:  # refused before any write: one bad batch would break every later query
+            raise ValueError(
+                f"vectors of different dimensions {sorted(sizes)}: use the embedder the index was built with"
+            )
+        for item, array in zip(items, arrays, strict=True):
             self._items[item.id] = item
-            self._vectors[item.id] = _unit(np.asarray(vector, dtype=np.float32))
+            self._vectors[item.id] = array
         self._matrix = None
 
     def changed(self, items: Sequence[VectorItem]) -> list[VectorItem]:

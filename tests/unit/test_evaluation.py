@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from langchain_pathrag.cli import app
+from pathrag.eval.prompts import RETRY_SUFFIX
 from pathrag.evaluation import (
     DIMENSIONS,
     Configuration,
@@ -39,7 +40,6 @@ from pathrag.evaluation import (
     tally_pair,
     write_questions,
 )
-from pathrag.evaluation_prompts import RETRY_SUFFIX
 
 
 def verdict(winners: dict[str, int] | int, reason: str = "because") -> str:
