@@ -29,7 +29,6 @@ from langchain_core.runnables import Runnable, RunnableLambda, RunnableParallel,
 
 from pathrag import RetrievedItem, ScoredPath
 from pathrag.context import DEFAULT_CONTEXT_TOKENS, PathContext, format_path_blocks, items_context
-from pathrag.models import ItemKind
 
 __all__ = ["PATHRAG_PROMPT", "create_pathrag_chain", "format_context", "format_paths"]
 
@@ -73,24 +72,6 @@ def format_paths(docs: Sequence[Document]) -> str:
     return "\n\n".join(blocks)
 
 
-def _item(doc: Document) -> RetrievedItem:
-    """A retriever document back as the core's item (the metadata the retriever wrote)."""
-    meta = doc.metadata
-    nodes = tuple(str(n) for n in meta.get("nodes") or ())
-    stored_kind = meta.get("kind")
-    kind: ItemKind = stored_kind if stored_kind in ("path", "passage", "entity") else "entity"
-    path = ScoredPath(nodes=nodes, score=_score(doc)) if kind == "path" and len(nodes) >= 2 else None
-    return RetrievedItem(
-        "path" if path else kind,
-        str(meta.get("id") or doc.id or ""),
-        doc.page_content,
-        _score(doc),
-        nodes,
-        tuple(str(s) for s in meta.get("source_ids") or ()),
-        path,
-    )
-
-
 def format_context(
     question: str, docs: Sequence[Document], *, max_tokens: int | None = DEFAULT_CONTEXT_TOKENS
 ) -> PathContext:
@@ -107,7 +88,8 @@ def format_context(
     A met B.
     """
     layout = "paths" if docs and all(doc.metadata.get("layout") == "paths" for doc in docs) else "evidence"
-    return items_context(question, [_item(doc) for doc in docs], layout, max_tokens=max_tokens)
+    items = [RetrievedItem.from_metadata(doc.metadata, doc.page_content, id=doc.id) for doc in docs]
+    return items_context(question, items, layout, max_tokens=max_tokens)
 
 
 def _question(value: Any) -> str:

@@ -43,8 +43,9 @@ from langchain_text_splitters import RecursiveCharacterTextSplitter, TextSplitte
 from pydantic import ConfigDict, Field
 
 import pathrag
-from pathrag import GraphStore, IndexConfig, InsertSummary, PathRAGIndex, RetrievalParams, VectorItem
-from pathrag.indexing import STATE_FILE, DeleteSummary, LazyEmbedder, MissingEmbedderError, embedder_name_of
+from pathrag import GraphStore, IndexConfig, InsertSummary, PathRAGIndex, VectorItem
+from pathrag.errors import MissingEmbedderError
+from pathrag.indexing import STATE_FILE, DeleteSummary, LazyEmbedder, embedder_name_of
 from pathrag.store import SQLiteVectorIndex, legacy_files, read_store_info, store_exists
 from pathrag.tokens import count_tokens
 
@@ -128,7 +129,9 @@ def recorded_embedder(path: str | os.PathLike[str]) -> pathrag.Embedder | None:
             reason = " ".join(str(exc).split())[:300]
             raise MissingEmbedderError(
                 f"the store {path} was built with the embeddings {spec!r}, which cannot be made here ({reason}): "
-                "set up the provider, or pass embeddings= the same embeddings"
+                "set up the provider, or pass embeddings= the same embeddings",
+                directory=path,
+                recorded=spec,
             ) from exc
 
     return LazyEmbedder(make, spec)
@@ -277,7 +280,7 @@ class PathRAGIndexer:
         Without ``embeddings``, the store's own vector indexes use the embeddings it records (see
         :func:`recorded_embedder`): a store made by ``pathrag index`` opens as it is, and one whose
         embeddings cannot be made here still answers what needs no embedding (``index.stats()``, documents,
-        deletes), raising ``pathrag.indexing.MissingEmbedderError`` when something must be embedded.
+        deletes), raising ``pathrag.errors.MissingEmbedderError`` when something must be embedded.
         """
         if not (Path(path) / STATE_FILE).exists():
             raise FileNotFoundError(f"no PathRAG index at {path}")
@@ -574,24 +577,11 @@ _FIXED_RETRIEVER_FIELDS = frozenset({"graph_store", "entity_index", "passage_ind
 
 
 def _retriever_params(search_kwargs: Mapping[str, Any] | None, params: Mapping[str, Any]) -> dict[str, Any]:
-    """Fold ``search_kwargs`` into the retriever's fields (``k``: documents returned, settings by name)."""
+    """``search_kwargs`` and ``params`` as one set of the retriever's arguments (``k``: documents returned,
+    settings by name, folded into its ``params`` by the retriever itself)."""
     if search_kwargs is not None and not isinstance(search_kwargs, Mapping):
         raise TypeError(f"search_kwargs must be a dict, got {type(search_kwargs).__name__}")
-    allowed = (set(PathRAGRetriever.model_fields) - _FIXED_RETRIEVER_FIELDS) | set(RetrievalParams.names())
-    merged: dict[str, Any] = {}
-    for source in (dict(search_kwargs or {}), dict(params)):
-        for name, value in source.items():
-            if name == "search_type":
-                raise ValueError(
-                    "PathRAGRetriever has no search_type: it always returns key paths and their passages "
-                    "(tune them with k, max_tokens, num_seeds, alpha, theta, max_hops...)"
-                )
-            if name not in allowed:
-                raise ValueError(f"unknown retriever parameter {name!r}; expected one of {', '.join(sorted(allowed))}")
-            if name in merged and merged[name] != value:
-                raise ValueError(f"{name}={value!r} conflicts with {name}={merged[name]!r} given elsewhere")
-            merged[name] = value
-    return merged
+    return PathRAGRetriever.merge_arguments(search_kwargs or {}, params, fixed=_FIXED_RETRIEVER_FIELDS)
 
 
 class PathRAGDocumentIndex(DocumentIndex):

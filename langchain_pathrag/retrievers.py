@@ -21,7 +21,7 @@ callbacks and results.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
@@ -149,12 +149,41 @@ class PathRAGRetriever(BaseRetriever):
             try:
                 if isinstance(params, Mapping):  # settings as a dict, as pydantic would take them
                     params = RetrievalParams(**params)
-                if params is not None and not isinstance(params, RetrievalParams):
-                    raise ValueError(f"params must be a pathrag.RetrievalParams, got {type(params).__name__}")
-                data["params"] = (params or RetrievalParams()).override(**named)
+                data["params"] = RetrievalParams.from_settings(params, **named)
             except TypeError as exc:  # pydantic reports ValueErrors as validation errors
                 raise ValueError(str(exc)) from None
         return data
+
+    @classmethod
+    def merge_arguments(cls, *sources: Mapping[str, Any], fixed: Collection[str] = ()) -> dict[str, Any]:
+        """One set of arguments for the retriever from several places (LangChain's ``search_kwargs`` and
+        keywords, say): each name one of its fields or settings (but not one of ``fixed``, the fields the
+        caller sets itself), the same value wherever a name is given twice. Settings stay by name: the
+        retriever folds them into ``params`` when it is made.
+
+        >>> PathRAGRetriever.merge_arguments({"k": 3}, {"k": 3, "top_k": 5})
+        {'k': 3, 'top_k': 5}
+
+        Raises:
+            ValueError: an unknown name (or ``search_type``), or one given twice with different values.
+        """
+        allowed = (set(cls.model_fields) - set(fixed)) | _SETTINGS
+        merged: dict[str, Any] = {}
+        for source in sources:
+            for name, value in source.items():
+                if name == "search_type":
+                    raise ValueError(
+                        "PathRAGRetriever has no search_type: it always returns key paths and their passages "
+                        "(tune them with k, max_tokens, num_seeds, alpha, theta, max_hops...)"
+                    )
+                if name not in allowed:
+                    raise ValueError(
+                        f"unknown retriever parameter {name!r}; expected one of {', '.join(sorted(allowed))}"
+                    )
+                if name in merged and merged[name] != value:
+                    raise ValueError(f"{name}={value!r} conflicts with {name}={merged[name]!r} given elsewhere")
+                merged[name] = value
+        return merged
 
     @field_validator("k", mode="before")
     @classmethod

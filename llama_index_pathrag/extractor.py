@@ -234,6 +234,124 @@ class _Written:
     relations: dict[Key, StoreRelation] = field(default_factory=dict)
 
 
+def _replaced_chunks(batch: _Batch, dropped: Sequence[LabelledNode]) -> set[str]:
+    """The chunks whose stored sources go: the dropped ones, and the batch's own (re-extracted)."""
+    return (
+        {n.id for n in dropped}
+        | {s.chunk for sources in batch.entities.values() for s in sources}
+        | {s.chunk for sources in batch.relations.values() for s in sources}
+    )
+
+
+def _touched_items(batch: _Batch, dropped: Sequence[LabelledNode]) -> tuple[list[str], list[Key]]:
+    """The entities and relations to re-merge: the batch's, then those the dropped chunks touched."""
+    touched_names, touched_keys = _touched(dropped)
+    names = list(dict.fromkeys([*batch.entities, *touched_names]))
+    return names, list(dict.fromkeys([*batch.relations, *touched_keys]))
+
+
+@dataclass
+class _Stored:
+    """The stored entities and relations a reconciliation re-merges (none without a store)."""
+
+    nodes: dict[str, LabelledNode] = field(default_factory=dict)
+    relations: dict[Key, list[StoreRelation]] = field(default_factory=dict)
+
+    @classmethod
+    async def load(cls, adapter: PropertyGraphStoreAdapter | None, names: list[str], keys: list[Key]) -> _Stored:
+        if adapter is None:
+            return cls()
+        nodes = await adapter.store.aget(ids=names) if names else []
+        return cls(
+            {n.id: n for n in nodes if isinstance(n, EntityNode)},
+            await adapter.aget_store_relations(keys),
+        )
+
+    def live_sources(
+        self, names: list[str], keys: list[Key], batch: _Batch, replaced: set[str]
+    ) -> tuple[dict[str, list[_Source]], dict[Key, list[_Source]]]:
+        """Each item's sources: the stored ones of chunks not ``replaced``, then the batch's."""
+        entities = {name: [*self._kept(name, replaced), *batch.entities.get(name, [])] for name in names}
+        relations = {
+            key: [
+                *(s for s in _relation_sources(self.relations.get(key, [])) if s.chunk not in replaced),
+                *batch.relations.get(key, []),
+            ]
+            for key in keys
+        }
+        return entities, relations
+
+    def _kept(self, name: str, replaced: set[str]) -> list[_Source]:
+        node = self.nodes.get(name)
+        return [] if node is None else [s for s in _entity_sources(node) if s.chunk not in replaced]
+
+
+def _with_provenance(props: dict[str, Any], sources: Sequence[_Source]) -> dict[str, Any]:
+    """``props`` pointing LlamaIndex's provenance at a live chunk (FalkorDB links it with MENTIONS)."""
+    first = _first_chunk(sources)
+    return {**props, **({TRIPLET_SOURCE_KEY: first} if first else {})}
+
+
+@dataclass
+class _Changes:
+    """What a reconciliation changes in the store, and what it leaves for LlamaIndex to insert (``written``)."""
+
+    written: _Written = field(default_factory=_Written)
+    gone_entities: list[str] = field(default_factory=list)
+    updated: list[Entity] = field(default_factory=list)
+    entity_props: dict[str, dict[str, Any]] = field(default_factory=dict)
+    gone_relations: list[Key] = field(default_factory=list)
+    replaced: list[Relation] = field(default_factory=list)
+    relation_props: dict[Key, dict[str, Any]] = field(default_factory=dict)
+
+    def entity(
+        self, name: str, node: LabelledNode | None, sources: Sequence[_Source], merged: Entity | None, batch: _Batch
+    ) -> None:
+        """One entity's change: gone, new (emitted when the batch mentions it), updated, or none."""
+        props = {SOURCES_KEY: _dump(sources, {"name", "source_ids"})}
+        if merged is None:
+            if node is not None:
+                self.gone_entities.append(name)
+        elif node is None:
+            if name in batch.entities:
+                self.written.entities[name] = entity_to_node(merged, props)
+        elif props[SOURCES_KEY] != node.properties.get(SOURCES_KEY) or _described(merged) != _described(
+            entity_from_node(node)
+        ):
+            self.updated.append(merged)
+            self.entity_props[name] = _with_provenance(props, sources)
+
+    def relation(
+        self,
+        key: Key,
+        stored: Sequence[StoreRelation],
+        sources: Sequence[_Source],
+        merged: Relation | None,
+        batch: _Batch,
+    ) -> None:
+        """One relation's change: gone, new (emitted when the batch mentions it), replaced, or none."""
+        props = {SOURCES_KEY: _dump(sources, {"source_ids"})}
+        if merged is None:
+            if stored:
+                self.gone_relations.append(key)
+        elif not stored:
+            if key in batch.relations:
+                self.written.relations[key] = relation_to_store(merged, properties=props)
+        elif (
+            len(stored) > 1
+            or props[SOURCES_KEY] != stored[0].properties.get(SOURCES_KEY)
+            or merged != relation_from_store(stored[0])
+        ):
+            self.replaced.append(merged)
+            self.relation_props[merged.pair] = _with_provenance(props, sources)
+            if len(stored) > 1 or (stored[0].source_id, stored[0].target_id) != merged.pair:
+                self.gone_relations.append(key)  # the direction changed: some stores would keep both
+
+
+def _described(entity: Entity) -> tuple[str, str]:
+    return entity.type, entity.description
+
+
 class PathRAGExtractor(TransformComponent):
     """Extract entities and relations with pathrag's prompt, merged by pathrag's rules (see the module doc).
 
@@ -405,88 +523,26 @@ class PathRAGExtractor(TransformComponent):
         Sources of the dropped chunks and of the batch's own chunks (re-extracted) are replaced by the
         batch's. Returns the entities and relations that are new, for LlamaIndex to insert.
         """
-        drop = (
-            {n.id for n in dropped}
-            | {s.chunk for sources in batch.entities.values() for s in sources}
-            | {s.chunk for sources in batch.relations.values() for s in sources}
-        )
-        touched_names, touched_keys = _touched(dropped)
-        names = list(dict.fromkeys([*batch.entities, *touched_names]))
-        keys = list(dict.fromkeys([*batch.relations, *touched_keys]))
-        store = self.graph_store
-        adapter = PropertyGraphStoreAdapter(store) if store is not None else None
-        stored_nodes: dict[str, LabelledNode] = {}
-        stored_relations: dict[Key, list[StoreRelation]] = {}
-        if adapter is not None:
-            if names:
-                stored_nodes = {n.id: n for n in await adapter.store.aget(ids=names) if isinstance(n, EntityNode)}
-            stored_relations = await adapter.aget_store_relations(keys)
-
-        entity_sources = {
-            name: [s for s in _entity_sources(node) if s.chunk not in drop]
-            if (node := stored_nodes.get(name)) is not None
-            else []
-            for name in names
-        }
-        for name in names:
-            entity_sources[name] += batch.entities.get(name, [])
-        relation_sources = {
-            key: [s for s in _relation_sources(stored_relations.get(key, [])) if s.chunk not in drop]
-            + batch.relations.get(key, [])
-            for key in keys
-        }
+        names, keys = _touched_items(batch, dropped)
+        adapter = PropertyGraphStoreAdapter(self.graph_store) if self.graph_store is not None else None
+        stored = await _Stored.load(adapter, names, keys)
+        entity_sources, relation_sources = stored.live_sources(names, keys, batch, _replaced_chunks(batch, dropped))
         merged_entities, merged_relations = _merge(entity_sources, relation_sources)
-
-        written = _Written()
-        gone_entities: list[str] = []
-        updated: list[Entity] = []
-        entity_props: dict[str, dict[str, Any]] = {}
+        changes = _Changes()
         for name in names:
-            node = stored_nodes.get(name)
-            sources = entity_sources[name]
-            merged = merged_entities.get(name)
-            props = {SOURCES_KEY: _dump(sources, {"name", "source_ids"})}
-            if merged is None:
-                if node is not None:
-                    gone_entities.append(name)
-            elif node is None:
-                if name in batch.entities:
-                    written.entities[name] = entity_to_node(merged, props)
-            elif props[SOURCES_KEY] != node.properties.get(SOURCES_KEY) or (merged.type, merged.description) != (
-                (old := entity_from_node(node)).type,
-                old.description,
-            ):
-                # point LlamaIndex's provenance at a live chunk (FalkorDB links it with MENTIONS)
-                first = _first_chunk(sources)
-                updated.append(merged)
-                entity_props[name] = {**props, **({TRIPLET_SOURCE_KEY: first} if first else {})}
-
-        gone_relations: list[Key] = []
-        replaced: list[Relation] = []
-        relation_props: dict[Key, dict[str, Any]] = {}
+            changes.entity(name, stored.nodes.get(name), entity_sources[name], merged_entities.get(name), batch)
         for key in keys:
-            stored = stored_relations.get(key, [])
-            sources = relation_sources[key]
-            merged_relation = merged_relations.get(key)
-            props = {SOURCES_KEY: _dump(sources, {"source_ids"})}
-            if merged_relation is None:
-                if stored:
-                    gone_relations.append(key)
-            elif not stored:
-                if key in batch.relations:
-                    written.relations[key] = relation_to_store(merged_relation, properties=props)
-            elif (
-                len(stored) > 1
-                or props[SOURCES_KEY] != stored[0].properties.get(SOURCES_KEY)
-                or merged_relation != relation_from_store(stored[0])
-            ):
-                first = _first_chunk(sources)
-                replaced.append(merged_relation)
-                relation_props[merged_relation.pair] = {**props, **({TRIPLET_SOURCE_KEY: first} if first else {})}
-                if len(stored) > 1 or (stored[0].source_id, stored[0].target_id) != merged_relation.pair:
-                    gone_relations.append(key)  # the direction changed: some stores would keep both
+            changes.relation(
+                key, stored.relations.get(key, []), relation_sources[key], merged_relations.get(key), batch
+            )
+        if adapter is not None:
+            await self._apply(adapter, changes, stored)
+        return changes.written
 
-        if adapter is not None and gone_relations and not adapter.deletes_relations:
+    async def _apply(self, adapter: PropertyGraphStoreAdapter, changes: _Changes, stored: _Stored) -> None:
+        """Write a reconciliation's changes to the store (and the entity vectors kept outside it)."""
+        gone_relations = changes.gone_relations
+        if gone_relations and not adapter.deletes_relations:
             # inserts keep working on such stores; only replaced knowledge cannot be fully removed
             logger.warning(
                 "%s cannot delete single relations: %d relation(s) no longer supported are kept",
@@ -494,25 +550,24 @@ class PathRAGExtractor(TransformComponent):
                 len(gone_relations),
             )
             gone_relations = []
-        if adapter is not None:
-            embeddings = await self._embed(
-                [  # the embedded text is the name and the description
-                    e for e in updated if e.description != entity_from_node(stored_nodes[e.name]).description
-                ]
-            )
-            in_store = adapter.store.supports_vector_queries
-            await adapter.adelete_relations(gone_relations)
-            await adapter.adelete_entities(gone_entities)
-            await adapter.aupsert_entities(
-                updated, properties=entity_props, keep_label=False, embeddings=embeddings if in_store else None
-            )
-            await adapter.aupsert_relations(replaced, properties=relation_props)
-            if self.vector_store is not None and not in_store:
-                await self._drop_vectors([*gone_entities, *embeddings])
-                if embeddings:
-                    nodes = [n for n in await adapter.store.aget(ids=list(embeddings)) if isinstance(n, EntityNode)]
-                    await self._add_vectors(nodes, embeddings)
-        return written
+        embeddings = await self._embed(  # the embedded text is the name and the description
+            [e for e in changes.updated if e.description != entity_from_node(stored.nodes[e.name]).description]
+        )
+        in_store = adapter.store.supports_vector_queries
+        await adapter.adelete_relations(gone_relations)
+        await adapter.adelete_entities(changes.gone_entities)
+        await adapter.aupsert_entities(
+            changes.updated,
+            properties=changes.entity_props,
+            keep_label=False,
+            embeddings=embeddings if in_store else None,
+        )
+        await adapter.aupsert_relations(changes.replaced, properties=changes.relation_props)
+        if self.vector_store is not None and not in_store:
+            await self._drop_vectors([*changes.gone_entities, *embeddings])
+            if embeddings:
+                nodes = [n for n in await adapter.store.aget(ids=list(embeddings)) if isinstance(n, EntityNode)]
+                await self._add_vectors(nodes, embeddings)
 
     async def _embed(self, entities: list[Entity]) -> dict[str, list[float]]:
         """New embeddings of ``entities``, embedded as LlamaIndex embeds the nodes this extractor emits."""

@@ -66,9 +66,9 @@ from typing_extensions import override
 
 from pathrag import Entity, Neighborhood, Relation
 from pathrag.cypher import CypherGraphStore, Runner, falkordb_runner, neo4j_runner
-from pathrag.extraction import check_name
 from pathrag.graph import BaseGraphStore
 from pathrag.merging import merge_relation
+from pathrag.names import check_name
 
 __all__ = [
     "DEFAULT_IGNORED_RELATIONS",

@@ -29,7 +29,7 @@ from typing_extensions import override
 
 from pathrag import PathRAGIndex, RetrievalParams
 
-from .retriever import _LlamaLanguageModel, _nodes
+from .retriever import _check_top_k, _LlamaLanguageModel, _nodes
 
 __all__ = ["PathRAGIndexRetriever"]
 
@@ -68,15 +68,9 @@ class PathRAGIndexRetriever(BaseRetriever):
     ) -> None:
         if not isinstance(index, PathRAGIndex):
             raise TypeError(f"index must be a pathrag.PathRAGIndex, got {type(index).__name__}")
-        if params is not None and not isinstance(params, RetrievalParams):
-            raise TypeError(f"params must be a pathrag.RetrievalParams, got {type(params).__name__}")
-        if similarity_top_k is not None and (
-            isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) or similarity_top_k < 1
-        ):
-            raise ValueError(f"similarity_top_k must be None or an int >= 1, got {similarity_top_k!r}")
         self.index = index
-        self.params = (params or RetrievalParams()).override(**settings)
-        self.similarity_top_k = similarity_top_k
+        self.params = RetrievalParams.from_settings(params, **settings)
+        self.similarity_top_k = _check_top_k(similarity_top_k)
         self.keyword_llm = keyword_llm
         super().__init__(callback_manager=callback_manager)
 
@@ -95,7 +89,7 @@ class PathRAGIndexRetriever(BaseRetriever):
         embeds queries: needed only when the store's embeddings are not ``hashing-<dim>`` (e.g. a store
         indexed with ``--embedding-model text-embedding-3-small``: pass LlamaIndex's ``OpenAIEmbedding`` of
         that model); without it such a store still opens, and a query raises
-        :class:`pathrag.indexing.MissingEmbedderError` naming the embeddings it needs.
+        :class:`pathrag.errors.MissingEmbedderError` naming the embeddings it needs.
 
         Raises:
             FileNotFoundError: no pathrag store in ``directory``.

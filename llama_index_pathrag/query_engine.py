@@ -25,9 +25,8 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, Te
 from llama_index.core.settings import Settings
 from typing_extensions import override
 
-from pathrag import RetrievedItem, ScoredPath
+from pathrag import RetrievedItem
 from pathrag.context import DEFAULT_CONTEXT_TOKENS, context_blocks, instructions_for, items_context
-from pathrag.models import ItemKind
 from pathrag.prompts import EVIDENCE_TEMPLATE
 
 from .retriever import PathRAGRetriever
@@ -62,21 +61,8 @@ PATHRAG_QA_TEMPLATE = PromptTemplate(
 
 def item_from_node(found: NodeWithScore) -> RetrievedItem:
     """A retrieved node back as the core's item (from the metadata the retriever wrote)."""
-    meta = found.node.metadata
-    score = float(found.score or 0.0)
-    nodes = tuple(str(n) for n in meta.get("nodes") or ())
-    stored_kind = meta.get("kind")
-    kind: ItemKind = stored_kind if stored_kind in ("path", "passage", "entity") else "entity"
-    path = ScoredPath(nodes=nodes, score=score) if kind == "path" and len(nodes) >= 2 else None
-    return RetrievedItem(
-        "path" if path else kind,
-        str(meta.get("id") or found.node.node_id),
-        found.node.get_content(metadata_mode=MetadataMode.NONE),
-        score,
-        nodes,
-        tuple(str(s) for s in meta.get("source_ids") or ()),
-        path,
-    )
+    text = found.node.get_content(metadata_mode=MetadataMode.NONE)
+    return RetrievedItem.from_metadata(found.node.metadata, text, score=found.score or 0.0, id=found.node.node_id)
 
 
 class PathRAGContextPostprocessor(BaseNodePostprocessor):

@@ -193,14 +193,8 @@ class PathRAGRetriever(BasePGRetriever):
                 "none: pass vector_store= (with PropertyGraphIndex: vector_store=index.vector_store, which holds "
                 "the entity embeddings when embed_kg_nodes=True), or use PathRAGQueryEngine.from_index(index)"
             )
-        if params is not None and not isinstance(params, RetrievalParams):
-            raise TypeError(f"params must be a pathrag.RetrievalParams, got {type(params).__name__}")
-        self.params = (params or RetrievalParams()).override(**settings)
-        if similarity_top_k is not None and (
-            isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) or similarity_top_k < 1
-        ):
-            raise ValueError(f"similarity_top_k must be None or an int >= 1, got {similarity_top_k!r}")
-        self.similarity_top_k = similarity_top_k
+        self.params = RetrievalParams.from_settings(params, **settings)
+        self.similarity_top_k = _check_top_k(similarity_top_k)
         if relation_index is not None and not isinstance(relation_index, VectorIndex):
             raise TypeError(f"relation_index must be a pathrag.VectorIndex, got {type(relation_index).__name__}")
         self._relations = relation_index
@@ -251,6 +245,15 @@ class PathRAGRetriever(BasePGRetriever):
             ),
             self.similarity_top_k,
         )
+
+
+def _check_top_k(similarity_top_k: Any) -> int | None:
+    """``similarity_top_k`` if valid: the most nodes a retriever returns (``None``: what the budget holds)."""
+    if similarity_top_k is not None and (
+        isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) or similarity_top_k < 1
+    ):
+        raise ValueError(f"similarity_top_k must be None or an int >= 1, got {similarity_top_k!r}")
+    return similarity_top_k
 
 
 def _nodes(result: RetrievalResult, top_k: int | None) -> list[NodeWithScore]:

@@ -104,6 +104,78 @@ class LoadReport:
         }
 
 
+class _Readers:
+    """Threads and asyncio tasks retrieving until stopped, each read recorded with the commits seen around it."""
+
+    def __init__(self, index: PathRAGIndex, states: list[dict[str, tuple]], readers: int, tasks: int) -> None:
+        self.index = index
+        self.states = states  # states[k]: the answers after k commits of the writer
+        self.reads: list[tuple[int, int, str, tuple]] = []
+        self.errors: list[BaseException] = []
+        self.stop = threading.Event()
+        self.tasks = tasks
+        self.threads = [threading.Thread(target=self.reader, args=(n,)) for n in range(readers)]
+        self.threads.append(threading.Thread(target=self.event_loop))
+
+    def record(self, lo: int, query: str, found: tuple) -> None:
+        self.reads.append((lo, len(self.states) - 1, query, found))
+
+    def reader(self, n: int) -> None:
+        queries = QUERIES[n % len(QUERIES) :] + QUERIES[: n % len(QUERIES)]
+        while not self.stop.is_set():
+            for q in queries:
+                lo = len(self.states) - 1
+                try:
+                    found = answer(self.index.retrieve(q, keyword_llm=False))
+                except BaseException as exc:  # every failure is a failed user request
+                    self.errors.append(exc)
+                    return
+                self.record(lo, q, found)
+
+    async def task(self, n: int) -> None:
+        q = QUERIES[n % len(QUERIES)]
+        while not self.stop.is_set():
+            lo = len(self.states) - 1
+            found = answer(await self.index.aretrieve(q, keyword_llm=False))
+            self.record(lo, q, found)
+            await asyncio.sleep(0)
+
+    def event_loop(self) -> None:
+        async def main() -> None:
+            results = await asyncio.gather(*(self.task(n) for n in range(self.tasks)), return_exceptions=True)
+            self.errors.extend(r for r in results if isinstance(r, BaseException))
+
+        asyncio.run(main())
+
+    def start(self) -> None:
+        for t in self.threads:
+            t.start()
+
+    def join(self) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join()
+
+    def inconsistent(self) -> int:
+        """Reads whose answer is none of the states committed while they ran (or the one right after)."""
+        states = self.states
+        return sum(
+            all(states[k][q] != found for k in range(lo, min(hi + 2, len(states)))) for lo, hi, q, found in self.reads
+        )
+
+
+def _write_step(index: PathRAGIndex, present: set[int], rng: random.Random) -> None:
+    """One commit of the load's writer: delete a document, or insert one (new, or a new version)."""
+    if len(present) > 3 and (rng.random() < 0.5 or len(present) > 12):
+        gone = rng.choice(sorted(present))
+        index.delete([f"d{gone}"])
+        present.discard(gone)
+    else:
+        new = rng.choice([i for i in range(24) if i not in present])
+        index.insert([doc(new, version=rng.randrange(3))])
+        present.add(new)
+
+
 def run_load(directory: Path | None, seconds: float, *, readers: int = 4, tasks: int = 4, seed: int = 0) -> LoadReport:
     """Readers (threads and asyncio tasks) retrieve while one writer inserts and deletes documents.
 
@@ -120,71 +192,23 @@ def run_load(directory: Path | None, seconds: float, *, readers: int = 4, tasks:
     def answers() -> dict[str, tuple]:
         return {q: answer(index.retrieve(q, keyword_llm=False)) for q in QUERIES}
 
-    states = [answers()]  # states[k]: the answers after k commits of the writer
-    reads: list[tuple[int, int, str, tuple]] = []
-    errors: list[BaseException] = []
-    stop = threading.Event()
-
-    def record(lo: int, query: str, found: tuple) -> None:
-        reads.append((lo, len(states) - 1, query, found))
-
-    def reader(n: int) -> None:
-        queries = QUERIES[n % len(QUERIES) :] + QUERIES[: n % len(QUERIES)]
-        while not stop.is_set():
-            for q in queries:
-                lo = len(states) - 1
-                try:
-                    found = answer(index.retrieve(q, keyword_llm=False))
-                except BaseException as exc:  # every failure is a failed user request
-                    errors.append(exc)
-                    return
-                record(lo, q, found)
-
-    async def task(n: int) -> None:
-        q = QUERIES[n % len(QUERIES)]
-        while not stop.is_set():
-            lo = len(states) - 1
-            found = answer(await index.aretrieve(q, keyword_llm=False))
-            record(lo, q, found)
-            await asyncio.sleep(0)
-
-    def event_loop() -> None:
-        async def main() -> None:
-            results = await asyncio.gather(*(task(n) for n in range(tasks)), return_exceptions=True)
-            errors.extend(r for r in results if isinstance(r, BaseException))
-
-        asyncio.run(main())
-
-    threads = [threading.Thread(target=reader, args=(n,)) for n in range(readers)]
-    threads.append(threading.Thread(target=event_loop))
-    for t in threads:
-        t.start()
+    load = _Readers(index, [answers()], readers, tasks)
+    load.start()
     deadline = time.monotonic() + seconds
     try:
         while time.monotonic() < deadline:
-            if len(present) > 3 and (rng.random() < 0.5 or len(present) > 12):
-                gone = rng.choice(sorted(present))
-                index.delete([f"d{gone}"])
-                present.discard(gone)
-            else:
-                new = rng.choice([i for i in range(24) if i not in present])
-                index.insert([doc(new, version=rng.randrange(3))])
-                present.add(new)
-            states.append(answers())
+            _write_step(index, present, rng)
+            load.states.append(answers())
             report.writes += 1
     except BaseException as exc:
-        errors.append(exc)
+        load.errors.append(exc)
     finally:
-        stop.set()
-        for t in threads:
-            t.join()
+        load.join()
         index.close()
-    report.queries = len(reads)
-    report.errors = len(errors)
-    report.first_error = repr(errors[0]) if errors else ""
-    for lo, hi, q, found in reads:
-        if all(states[k][q] != found for k in range(lo, min(hi + 2, len(states)))):
-            report.inconsistent += 1
+    report.queries = len(load.reads)
+    report.errors = len(load.errors)
+    report.first_error = repr(load.errors[0]) if load.errors else ""
+    report.inconsistent = load.inconsistent()
     return report
 
 

@@ -5,9 +5,10 @@ plain model name, the OpenAI-compatible endpoint (``OPENAI_API_KEY``, ``OPENAI_B
 :mod:`langchain_pathrag.cli.providers`. Without a key, retrieval still works with pathrag's model-free
 :class:`~pathrag.HashingEmbedder`; commands that must generate say so in one line.
 
-The modules: :mod:`~langchain_pathrag.cli.commands` (index, query, paths, delete, stats, demo and their
-options), :mod:`~langchain_pathrag.cli.eval` (``pathrag eval``), :mod:`~langchain_pathrag.cli.imports`
-(``pathrag import``), :mod:`~langchain_pathrag.cli.store` (opening stores),
+The modules: :mod:`~langchain_pathrag.cli.commands` (index, query, paths, delete, stats, demo),
+:mod:`~langchain_pathrag.cli.options` (the options they share), :mod:`~langchain_pathrag.cli.eval` (``pathrag
+eval``), :mod:`~langchain_pathrag.cli.imports` (``pathrag import``), :mod:`~langchain_pathrag.cli.store`
+(opening stores, and the store's errors in the command line's words),
 :mod:`~langchain_pathrag.cli.providers` (``--model`` and ``--embedding-model``),
 :mod:`~langchain_pathrag.cli.readers` (reading files), :mod:`~langchain_pathrag.cli.rendering` (what is
 printed) and :mod:`~langchain_pathrag.cli.errors` (one-line errors).

@@ -1,8 +1,9 @@
 """The ``pathrag`` commands: ``index``, ``query``, ``paths``, ``delete``, ``stats`` and ``demo`` (``eval`` and
 ``import`` live in :mod:`langchain_pathrag.cli.eval` and :mod:`langchain_pathrag.cli.imports`).
 
-The options shared by the commands (store, models, retrieval settings) are defined here once. The core and
-the store are imported inside the commands: ``pathrag --help`` and the option definitions need neither.
+The options shared by the commands (store, models, retrieval settings) are defined once, in
+:mod:`langchain_pathrag.cli.options`. The core and the store are imported inside the commands: ``pathrag
+--help`` and the option definitions need neither.
 """
 
 from __future__ import annotations
@@ -17,12 +18,24 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from pathrag.params import RetrievalParams
-
 from .errors import CliError, CliGroup, one_line
+from .options import (
+    CONTEXT,
+    DEFAULTS,
+    EMBEDDING_MODEL,
+    MAX_HOPS,
+    MODEL,
+    NUM_SEEDS,
+    PARAM,
+    REPLAY,
+    STORE,
+    THETA,
+    TOP_K,
+    WAIT,
+    ContextKind,
+    retrieval_params,
+)
 from .providers import (
-    DEFAULT_EMBEDDING_MODEL,
-    DEFAULT_MODEL,
     HASHING,
     NO_KEY,
     chat_model,
@@ -50,25 +63,9 @@ from .rendering import (
 )
 
 if TYPE_CHECKING:
-    from pathrag import Document, PathRAGIndex, RetrievalResult
+    from pathrag import Document, PathRAGIndex, RetrievalParams, RetrievalResult
 
-__all__ = [
-    "CONTEXT",
-    "EMBEDDING_MODEL",
-    "MAX_HOPS",
-    "MODEL",
-    "NUM_SEEDS",
-    "PARAM",
-    "REPLAY",
-    "STORE",
-    "THETA",
-    "TOP_K",
-    "WAIT",
-    "ContextKind",
-    "Format",
-    "app",
-    "retrieval_params",
-]
+__all__ = ["Format", "app"]
 
 app = typer.Typer(
     cls=CliGroup,
@@ -86,113 +83,7 @@ def _options(debug: bool = typer.Option(False, "--debug", help="Show the full tr
     """(``--debug`` is taken out of the arguments before parsing, so it works in any position.)"""
 
 
-# -- options -----------------------------------------------------------------------------------------
-
-STORE = typer.Option(..., "--store", "-s", help="The store directory (a PathRAG index).", show_default=False)
-WAIT = typer.Option(
-    0.0,
-    "--wait",
-    min=0,
-    metavar="SECONDS",
-    help="Wait up to SECONDS for another process writing the store (0: fail at once).",
-)
-MODEL = typer.Option(
-    DEFAULT_MODEL,
-    "--model",
-    "-m",
-    envvar="PATHRAG_MODEL",
-    help="Chat model: PROVIDER:MODEL for any LangChain provider (openai:gpt-4o-mini, "
-    "ollama:llama3.1, anthropic:...; needs its langchain-PROVIDER package), or a plain name "
-    "of the OpenAI-compatible endpoint (needs OPENAI_API_KEY).",
-)
-EMBEDDING_MODEL = typer.Option(
-    None,
-    "--embedding-model",
-    "-e",
-    envvar="PATHRAG_EMBEDDING_MODEL",
-    show_default=False,
-    help=f"Embedding model for a new store: a model of the endpoint (default {DEFAULT_EMBEDDING_MODEL} with "
-    "OPENAI_API_KEY), PROVIDER:MODEL for LangChain's init_embeddings (ollama:nomic-embed-text...), or "
-    "'hashing' (offline, the default without a key). An existing store keeps its own.",
-)
-REPLAY = typer.Option(
-    None,
-    "--replay",
-    hidden=True,
-    exists=True,
-    help="Folder with corpus/ and extractions/: replay recorded answers instead of a model.",
-)
-# Retrieval settings: the common ones by name, any of pathrag.RetrievalParams with --param; no default
-# is written here (None means the core's), and retrieval_params() builds the one settings object.
-_CORE = RetrievalParams()
-TOP_K = typer.Option(
-    None, "--top-k", "-k", min=1, show_default=False, help=f"Number of key paths [default: {_CORE.top_k}]."
-)
-NUM_SEEDS = typer.Option(
-    None,
-    "--num-seeds",
-    min=1,
-    show_default=False,
-    help=f"Seed entities taken from the question's keywords [default: {_CORE.num_seeds}].",
-)
-MAX_HOPS = typer.Option(
-    None, "--max-hops", min=1, show_default=False, help=f"Longest path, in relations [default: {_CORE.max_hops}]."
-)
-THETA = typer.Option(
-    None,
-    "--theta",
-    min=0.0,
-    show_default=False,
-    help=f"Pruning threshold of the flow (PathRAG's θ) [default: {_CORE.theta}].",
-)
-PARAM = typer.Option(
-    None,
-    "--param",
-    "-p",
-    metavar="NAME=VALUE",
-    show_default=False,
-    help="Any retrieval setting (a field of pathrag.RetrievalParams: "
-    f"{', '.join(RetrievalParams.names())}), repeatable, e.g. --param alpha=0.9. The value is "
-    "read as JSON (3, 0.1, true, null), else as text. It wins over the named options.",
-)
-
-
-def retrieval_params(settings: list[str] | None = None, **named: Any) -> RetrievalParams:
-    """The core's settings with the named options given (``None``: not given) and ``--param`` ones applied.
-
-    Raises:
-        CliError: ``--param`` without ``=``, an unknown setting or a value out of range (exit code 2).
-    """
-    changes = {name: value for name, value in named.items() if value is not None}
-    for setting in settings or ():
-        name, equals, raw = setting.partition("=")
-        if not equals:
-            raise CliError(f"--param takes NAME=VALUE, got {setting!r}", code=2)
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw
-        changes[name.strip().replace("-", "_")] = value
-    try:
-        return _CORE.override(**changes)
-    except (TypeError, ValueError) as exc:
-        raise CliError(f"bad retrieval setting: {exc}", code=2) from exc
-
-
-class ContextKind(str, Enum):
-    """What ``pathrag query`` puts in the prompt (``--context``)."""
-
-    evidence = "evidence"
-    paths = "paths"
-
-
-CONTEXT = typer.Option(
-    None,
-    "--context",
-    show_default=False,
-    help=f"evidence: source passages ranked with the flow, then the key paths; paths: the "
-    f"paper's paths-only context [default: {_CORE.context}].",
-)
+# -- options (the shared ones are in .options) ------------------------------------------------------
 
 
 class Format(str, Enum):
@@ -380,7 +271,7 @@ def query(
         "--max-tokens",
         min=1,
         show_default=False,
-        help=f"Token budget of the context (least relevant evidence goes first) [default: {_CORE.max_tokens}].",
+        help=f"Token budget of the context (least relevant evidence goes first) [default: {DEFAULTS.max_tokens}].",
     ),
     context: ContextKind | None = CONTEXT,
     model: str = MODEL,
@@ -459,7 +350,7 @@ def paths(
         show_default=False,
         help="evidence: the paths `pathrag query` shows the model (chains of the relations nearest the "
         "question, between the entities it names); paths: the paper's paths between seed entities "
-        f"[default: {_CORE.context}].",
+        f"[default: {DEFAULTS.context}].",
     ),
     param: list[str] | None = PARAM,
     replay: Path | None = REPLAY,
@@ -599,15 +490,13 @@ def demo(
     started = time.perf_counter()
     from pathrag.demo import DEMO_PARAMS, ask_demo_question, load_corpus, load_questions, open_demo_index
 
-    from .store import read_meta, write_meta
+    from .store import check_embeddings, read_meta, write_meta
 
     docs = load_corpus()
     words = sum(len(d.text.split()) for d in docs)
     chat = chat_model(model)
     if store is not None:
-        meta = read_meta(store)
-        if meta and meta.get("embeddings") != HASHING:
-            raise CliError(f"the store {store} uses other embeddings than the demo's; choose another --store")
+        check_embeddings(store, read_meta(store), HASHING)
         write_meta(store, HASHING)
     typer.echo(
         f"PathRAG demo: {len(docs)} fictional documents about the harbour town of Lowmarrow "

@@ -19,8 +19,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .commands import EMBEDDING_MODEL, MAX_HOPS, MODEL, NUM_SEEDS, PARAM, STORE, THETA, TOP_K, retrieval_params
 from .errors import CliError, Command, LazyCommand
+from .options import EMBEDDING_MODEL, MAX_HOPS, MODEL, NUM_SEEDS, PARAM, STORE, THETA, TOP_K, retrieval_params
 from .providers import NO_KEY, chat_model, language_model
 from .rendering import approximate_tokens
 
@@ -163,19 +163,7 @@ def command() -> Command:
             prices = _prices(Pricing, price, judge_price, same_judge=judge_model in (None, model))
         except ValueError as exc:
             raise CliError(str(exc), code=2) from exc
-        if offline:
-            answer_llm: Any = OfflineEvalModel()
-            judge_llm: Any = answer_llm
-        else:
-            chat = chat_model(model)
-            if chat is None:
-                raise CliError(
-                    f"evaluating needs a language model: {NO_KEY}, or add --offline to try "
-                    "the run with a free stand-in model"
-                )
-            answer_llm = language_model(chat)
-            judge_chat = chat_model(judge_model) if judge_model and judge_model != model else None
-            judge_llm = language_model(judge_chat) if judge_chat is not None else answer_llm
+        answer_llm, judge_llm = _models(OfflineEvalModel, model, judge_model, offline=offline)
         questions = None
         if questions_file is not None:
             try:
@@ -228,6 +216,21 @@ def command() -> Command:
             )
 
     return typer.main.get_command(app)
+
+
+def _models(offline_model: Any, model: str, judge_model: str | None, *, offline: bool) -> tuple[Any, Any]:
+    """The answer model and the judge: ``offline_model()`` for both when ``offline``, else the chat models named."""
+    if offline:
+        stand_in = offline_model()
+        return stand_in, stand_in
+    chat = chat_model(model)
+    if chat is None:
+        raise CliError(
+            f"evaluating needs a language model: {NO_KEY}, or add --offline to try the run with a free stand-in model"
+        )
+    answer_llm = language_model(chat)
+    judge_chat = chat_model(judge_model) if judge_model and judge_model != model else None
+    return answer_llm, language_model(judge_chat) if judge_chat is not None else answer_llm
 
 
 def _prices(pricing: Any, price: str | None, judge_price: str | None, *, same_judge: bool) -> dict[str, Any]:

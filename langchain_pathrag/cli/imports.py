@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .commands import WAIT
 from .errors import CliError, one_line
-from .providers import HASHING, describe_embeddings, embedding_spec
+from .options import IMPORT_EMBEDDING_MODEL, IMPORT_STORE, WAIT
+from .providers import HASHING, embedding_spec
 
 if TYPE_CHECKING:  # the core and the store are imported when an import runs, not for ``pathrag --help``
     from pathrag import Embedder, PathRAGIndex
@@ -230,193 +230,197 @@ def _plural(count: int, word: str, plural: str | None = None) -> str:
     return f"{count:,} {word if count == 1 else plural or word + 's'}"
 
 
+_GROUP = typer.Typer(
+    help="Bring a knowledge graph built by another tool into a store (no LLM call, no key).", no_args_is_help=True
+)
+_ID = typer.Option(
+    None,
+    "--id",
+    show_default=False,
+    help="Document id of the import (default import:<kind>:<name>); importing "
+    "again under it replaces the previous import.",
+)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``pathrag import lightrag | openie | graph-documents`` to ``app`` (the ``pathrag`` command line)."""
-    group = typer.Typer(
-        help="Bring a knowledge graph built by another tool into a store (no LLM call, no key).", no_args_is_help=True
+    app.add_typer(_GROUP, name="import")
+
+
+def _prepare_store(store: Path, embedding_model: str | None) -> bool:
+    """Check the embeddings asked for against the store's, and record them in a new store; ``True``: the
+    store is new (a failed import leaves nothing of it behind)."""
+    from .store import check_embeddings, read_meta, write_meta
+
+    meta = read_meta(store)
+    spec = HASHING if embedding_model is None else embedding_spec(embedding_model)
+    check_embeddings(store, meta, spec if embedding_model is not None else None)
+    if meta is None:  # a new store: record its embeddings, as `pathrag index` does
+        write_meta(store, spec)
+    return meta is None
+
+
+def _remove_new_store(store: Path, new_dir: bool) -> None:
+    """Leave no empty store behind a failed first import (its directory too, when the import made it)."""
+    from pathrag.store import LOCK_FILE, STORE_FILE
+
+    for name in (STORE_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", LOCK_FILE):
+        (store / name).unlink(missing_ok=True)
+    if new_dir:
+        shutil.rmtree(store, ignore_errors=True)
+
+
+def _run_import(
+    kind: str,
+    source: Path,
+    store: Path,
+    embedding_model: str | None,
+    work: Callable[[PathRAGIndex], ImportSummary],
+    wait: float = 0.0,
+) -> None:
+    """Open or create the store, run ``work`` under a progress bar, print the summary line."""
+    from pathrag import IndexConfig
+    from pathrag.errors import StoreError, StoreLocked
+
+    from .store import locked_error, open_store
+
+    new_dir = not store.exists()
+    new_store = _prepare_store(store, embedding_model)
+    done = False
+    index = open_store(store, config=IndexConfig(lock_timeout=wait))
+    try:
+        with _progress(index, f"Importing {kind}"):
+            summary = work(index)
+        counts = index.stats()
+        done = True
+    except StoreLocked as exc:  # another process is writing this store: its files are not ours to remove
+        done = True
+        raise locked_error(exc) from exc
+    except (ValueError, TypeError, KeyError, StoreError) as exc:  # bad input, named by the importer
+        raise CliError(one_line(str(exc))) from exc
+    finally:
+        index.close()
+        if not done and new_store:
+            _remove_new_store(store, new_dir)
+    _print_summary(kind, source, store, summary, counts)
+
+
+def _print_summary(kind: str, source: Path, store: Path, summary: ImportSummary, counts: dict[str, int]) -> None:
+    typer.echo(
+        f"Imported {kind} {source} into {store}: {_plural(summary.entities, 'entity', 'entities')}, "
+        f"{_plural(summary.relations, 'relation')}, {_plural(summary.chunks, 'chunk')} "
+        f"({_plural(summary.documents, 'source document')}); "
+        f"{_plural(summary.merged, 'merged name')}, {_plural(summary.skipped, 'skipped record')}, "
+        f"{_plural(summary.vectors_reused, 'vector')} reused; no LLM call."
     )
-    store_option = typer.Option(
+    typer.echo(
+        f"The store now holds {_plural(counts['documents'], 'document')} "
+        f"({_plural(counts.get('imports', 0), 'import')}), {_plural(counts['chunks'], 'chunk')}, "
+        f"{_plural(counts['entities'], 'entity', 'entities')}, {_plural(counts['relations'], 'relation')}. Next: "
+        f'pathrag paths "How is A connected to B?" --store {store}'
+    )
+
+
+def _existing(path: Path, directory: bool = False) -> Path:
+    if not path.exists():
+        raise CliError(f"no such {'folder' if directory else 'file'}: {path}")
+    if directory != path.is_dir():
+        raise CliError(f"{path} is {'a file, not a folder' if directory else 'a folder, not a file'}")
+    return path
+
+
+@_GROUP.command("lightrag")
+def _lightrag(
+    directory: Path = typer.Argument(
         ...,
-        "--store",
-        "-s",
+        help="A LightRAG or PathRAG working directory "
+        "(graph_chunk_entity_relation.graphml, kv_store_*.json, vdb_*.json).",
         show_default=False,
-        help="The store to import into (created if needed; an existing one keeps its documents and embeddings).",
+    ),
+    store: Path = IMPORT_STORE,
+    reuse_vectors: bool = typer.Option(
+        False,
+        "--reuse-vectors",
+        help="Take the vectors of the directory's vdb_*.json instead of embedding again (same embedding model needed).",
+    ),
+    embedding_model: str | None = IMPORT_EMBEDDING_MODEL,
+    document_id: str | None = _ID,
+    wait: float = WAIT,
+) -> None:
+    """Import a LightRAG / PathRAG working directory: its graph, chunks and (optionally) vectors."""
+    from pathrag.importers import import_lightrag
+
+    _existing(directory, directory=True)
+    _run_import(
+        "LightRAG",
+        directory,
+        store,
+        embedding_model,
+        lambda index: import_lightrag(directory, index, reuse_vectors=reuse_vectors, document_id=document_id),
+        wait,
     )
-    embedding_option = typer.Option(
-        None,
-        "--embedding-model",
-        "-e",
-        envvar="PATHRAG_EMBEDDING_MODEL",
+
+
+@_GROUP.command("openie")
+def _openie(
+    file: Path = typer.Argument(
+        ...,
+        help='HippoRAG OpenIE results: {"docs": [{"passage", "extracted_entities", "extracted_triples"}, ...]}.',
         show_default=False,
-        help="Embeddings of a new store: 'hashing' (offline, the default), a model of the OpenAI-compatible "
-        "endpoint (needs OPENAI_API_KEY) or PROVIDER:MODEL for LangChain's init_embeddings. An existing "
-        "store keeps its own.",
+    ),
+    store: Path = IMPORT_STORE,
+    embedding_model: str | None = IMPORT_EMBEDDING_MODEL,
+    document_id: str | None = _ID,
+    wait: float = WAIT,
+) -> None:
+    """Import HippoRAG OpenIE triples: each passage becomes a chunk its entities and relations cite."""
+    from pathrag.importers import import_openie
+
+    _existing(file)
+    try:  # read before the store is touched: a broken file changes nothing
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CliError(one_line(f"cannot read {file}: {exc}")) from exc
+    docs = data.get("docs") if isinstance(data, dict) else data
+    if not isinstance(docs, list):
+        raise CliError(f'{file} is not OpenIE output: expected a list of passages or an object with a "docs" list')
+    _run_import(
+        "OpenIE",
+        file,
+        store,
+        embedding_model,
+        lambda index: import_openie(docs, index, document_id=document_id or f"import:openie:{file.stem}"),
+        wait,
     )
-    id_option = typer.Option(
-        None,
-        "--id",
+
+
+@_GROUP.command("graph-documents")
+def _graph_documents(
+    file: Path = typer.Argument(
+        ...,
+        help='JSON lines, one LangChain graph document each: {"nodes": [...], '
+        '"relationships": [...], "source": {"page_content": ...}}.',
         show_default=False,
-        help="Document id of the import (default import:<kind>:<name>); importing "
-        "again under it replaces the previous import.",
-    )
+    ),
+    store: Path = IMPORT_STORE,
+    embedding_model: str | None = IMPORT_EMBEDDING_MODEL,
+    document_id: str | None = _ID,
+    wait: float = WAIT,
+) -> None:
+    """Import LangChain graph documents written as JSON lines (GraphDocument.model_dump_json())."""
+    from pathrag.importers import import_graph_documents
 
-    def run_import(
-        kind: str,
-        source: Path,
-        store: Path,
-        embedding_model: str | None,
-        work: Callable[[PathRAGIndex], ImportSummary],
-        wait: float = 0.0,
-    ) -> None:
-        """Open or create the store, run ``work`` under a progress bar, print the summary line."""
-        from pathrag import IndexConfig
-        from pathrag.store import LOCK_FILE, STORE_FILE, StoreError, StoreLocked
+    _existing(file)
+    try:
+        documents, skipped = read_graph_documents(file)
+    except ValueError as exc:
+        raise CliError(one_line(str(exc))) from exc
 
-        from .store import locked_error, open_store, read_meta, write_meta
-
-        meta = read_meta(store)
-        spec = HASHING if embedding_model is None else embedding_spec(embedding_model)
-        if meta and embedding_model is not None and meta.get("embeddings") != spec:
-            raise CliError(
-                f"the store {store} was built with the embeddings {describe_embeddings(meta['embeddings'])}, "
-                f"not {describe_embeddings(spec)}; use another --store to switch"
-            )
-        new_dir = not store.exists()
-        if meta is None:  # a new store: record its embeddings, as `pathrag index` does
-            write_meta(store, spec)
-        done = False
-        index = open_store(store, config=IndexConfig(lock_timeout=wait))
-        try:
-            with _progress(index, f"Importing {kind}"):
-                summary = work(index)
-            counts = index.stats()
-            done = True
-        except StoreLocked as exc:  # another process is writing this store: its files are not ours to remove
-            done = True
-            raise locked_error(exc) from exc
-        except (ValueError, TypeError, KeyError, StoreError) as exc:  # bad input, named by the importer
-            raise CliError(one_line(str(exc))) from exc
-        finally:
-            index.close()
-            if not done and meta is None:  # leave no empty store behind a failed first import
-                for name in (STORE_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", LOCK_FILE):
-                    (store / name).unlink(missing_ok=True)
-                if new_dir:
-                    shutil.rmtree(store, ignore_errors=True)
-        typer.echo(
-            f"Imported {kind} {source} into {store}: {_plural(summary.entities, 'entity', 'entities')}, "
-            f"{_plural(summary.relations, 'relation')}, {_plural(summary.chunks, 'chunk')} "
-            f"({_plural(summary.documents, 'source document')}); "
-            f"{_plural(summary.merged, 'merged name')}, {_plural(summary.skipped, 'skipped record')}, "
-            f"{_plural(summary.vectors_reused, 'vector')} reused; no LLM call."
+    def work(index: PathRAGIndex) -> ImportSummary:
+        summary = import_graph_documents(
+            documents, index, document_id=document_id or f"import:graph-documents:{file.stem}"
         )
-        typer.echo(
-            f"The store now holds {_plural(counts['documents'], 'document')} "
-            f"({_plural(counts.get('imports', 0), 'import')}), {_plural(counts['chunks'], 'chunk')}, "
-            f"{_plural(counts['entities'], 'entity', 'entities')}, {_plural(counts['relations'], 'relation')}. Next: "
-            f'pathrag paths "How is A connected to B?" --store {store}'
-        )
+        summary.skipped += skipped  # records the line reader could not use
+        return summary
 
-    def existing(path: Path, directory: bool = False) -> Path:
-        if not path.exists():
-            raise CliError(f"no such {'folder' if directory else 'file'}: {path}")
-        if directory != path.is_dir():
-            raise CliError(f"{path} is {'a file, not a folder' if directory else 'a folder, not a file'}")
-        return path
-
-    @group.command("lightrag")
-    def lightrag(
-        directory: Path = typer.Argument(
-            ...,
-            help="A LightRAG or PathRAG working directory "
-            "(graph_chunk_entity_relation.graphml, kv_store_*.json, vdb_*.json).",
-            show_default=False,
-        ),
-        store: Path = store_option,
-        reuse_vectors: bool = typer.Option(
-            False,
-            "--reuse-vectors",
-            help="Take the vectors of the directory's "
-            "vdb_*.json instead of embedding again (same embedding model needed).",
-        ),
-        embedding_model: str | None = embedding_option,
-        document_id: str | None = id_option,
-        wait: float = WAIT,
-    ) -> None:
-        """Import a LightRAG / PathRAG working directory: its graph, chunks and (optionally) vectors."""
-        from pathrag.importers import import_lightrag
-
-        existing(directory, directory=True)
-        run_import(
-            "LightRAG",
-            directory,
-            store,
-            embedding_model,
-            lambda index: import_lightrag(directory, index, reuse_vectors=reuse_vectors, document_id=document_id),
-            wait,
-        )
-
-    @group.command("openie")
-    def openie(
-        file: Path = typer.Argument(
-            ...,
-            help='HippoRAG OpenIE results: {"docs": [{"passage", "extracted_entities", "extracted_triples"}, ...]}.',
-            show_default=False,
-        ),
-        store: Path = store_option,
-        embedding_model: str | None = embedding_option,
-        document_id: str | None = id_option,
-        wait: float = WAIT,
-    ) -> None:
-        """Import HippoRAG OpenIE triples: each passage becomes a chunk its entities and relations cite."""
-        from pathrag.importers import import_openie
-
-        existing(file)
-        try:  # read before the store is touched: a broken file changes nothing
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CliError(one_line(f"cannot read {file}: {exc}")) from exc
-        docs = data.get("docs") if isinstance(data, dict) else data
-        if not isinstance(docs, list):
-            raise CliError(f'{file} is not OpenIE output: expected a list of passages or an object with a "docs" list')
-        run_import(
-            "OpenIE",
-            file,
-            store,
-            embedding_model,
-            lambda index: import_openie(docs, index, document_id=document_id or f"import:openie:{file.stem}"),
-            wait,
-        )
-
-    @group.command("graph-documents")
-    def graph_documents(
-        file: Path = typer.Argument(
-            ...,
-            help='JSON lines, one LangChain graph document each: {"nodes": [...], '
-            '"relationships": [...], "source": {"page_content": ...}}.',
-            show_default=False,
-        ),
-        store: Path = store_option,
-        embedding_model: str | None = embedding_option,
-        document_id: str | None = id_option,
-        wait: float = WAIT,
-    ) -> None:
-        """Import LangChain graph documents written as JSON lines (GraphDocument.model_dump_json())."""
-        from pathrag.importers import import_graph_documents
-
-        existing(file)
-        try:
-            documents, skipped = read_graph_documents(file)
-        except ValueError as exc:
-            raise CliError(one_line(str(exc))) from exc
-
-        def work(index: PathRAGIndex) -> ImportSummary:
-            summary = import_graph_documents(
-                documents, index, document_id=document_id or f"import:graph-documents:{file.stem}"
-            )
-            summary.skipped += skipped  # records the line reader could not use
-            return summary
-
-        run_import("graph documents", file, store, embedding_model, work, wait)
-
-    app.add_typer(group, name="import")
+    _run_import("graph documents", file, store, embedding_model, work, wait)

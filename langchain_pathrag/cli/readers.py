@@ -159,50 +159,68 @@ def collect_files(
         if not arg.exists():
             raise CliError(f"no such file or folder: {arg}")
         if arg.is_dir():
-            prefix = id_prefix_of(arg, id_prefix)
-            files = []
-            left_out: dict[str, int] = {}
-            for p in sorted(arg.rglob("*")):
-                relative = p.relative_to(arg)
-                if any(part.startswith(".") for part in relative.parts):
-                    continue
-                if p.suffix.lower() not in SUFFIXES:
-                    if p.is_file():
-                        kind = p.suffix.lower() or "(no suffix)"
-                        left_out[kind] = left_out.get(kind, 0) + 1
-                elif p.is_file():  # follows symbolic links; true only for a regular file
-                    doc_id = f"{prefix}/{relative.as_posix()}" if prefix else relative.as_posix()
-                    files.append((doc_id, p))
-                    if earlier_ids is not None and doc_id != relative.as_posix():
-                        earlier_ids[doc_id] = relative.as_posix()
-                elif not p.is_dir():
-                    notes.append(f"{p}: not a regular file")
-            if not files:
-                also = f" ({unsupported_note(left_out)})" if left_out else ""
-                raise CliError(f"no text, Markdown, HTML or PDF files under {arg}{also}")
-            for kind, n in left_out.items():
-                others[kind] = others.get(kind, 0) + n
-        elif not arg.is_file() and arg.suffix.lower() in SUFFIXES:
-            notes.append(f"{arg}: not a regular file")
-            continue
-        elif arg.suffix.lower() in SUFFIXES:
-            prefix = (id_prefix or "").strip("/")
-            files = [(f"{prefix}/{arg.name}" if prefix else arg.name, arg)]
+            files = _folder_files(arg, id_prefix_of(arg, id_prefix), notes, others, earlier_ids)
         else:
-            raise CliError(f"unsupported file type: {arg} (supported: {', '.join(sorted(SUFFIXES))})")
-        for doc_id, path in files:
-            if doc_id in found and found[doc_id].resolve() != path.resolve():
-                raise CliError(
-                    f"{found[doc_id]} and {path} would both get the document id {doc_id!r}; index them in separate "
-                    "runs or with different --id-prefix"
-                )
-            found[doc_id] = path
+            files = _file_argument(arg, id_prefix, notes)
+        _add_files(found, files)
     if skipped is None:
         for note in notes:
             typer.echo(f"skipped {note}", err=True)
     if unsupported is None and others:
         typer.echo(f"skipped {unsupported_note(others)}", err=True)
     return list(found.items())
+
+
+def _folder_files(
+    folder: Path, prefix: str, notes: list[str], others: dict[str, int], earlier_ids: dict[str, str] | None
+) -> list[tuple[str, Path]]:
+    """``(document id, file)`` for the supported regular files under ``folder`` (see :func:`collect_files`);
+    other types counted by suffix in ``others``, special files noted in ``notes``."""
+    files = []
+    left_out: dict[str, int] = {}
+    for p in sorted(folder.rglob("*")):
+        relative = p.relative_to(folder)
+        if any(part.startswith(".") for part in relative.parts):
+            continue
+        if p.suffix.lower() not in SUFFIXES:
+            if p.is_file():
+                kind = p.suffix.lower() or "(no suffix)"
+                left_out[kind] = left_out.get(kind, 0) + 1
+        elif p.is_file():  # follows symbolic links; true only for a regular file
+            doc_id = f"{prefix}/{relative.as_posix()}" if prefix else relative.as_posix()
+            files.append((doc_id, p))
+            if earlier_ids is not None and doc_id != relative.as_posix():
+                earlier_ids[doc_id] = relative.as_posix()
+        elif not p.is_dir():
+            notes.append(f"{p}: not a regular file")
+    if not files:
+        also = f" ({unsupported_note(left_out)})" if left_out else ""
+        raise CliError(f"no text, Markdown, HTML or PDF files under {folder}{also}")
+    for kind, n in left_out.items():
+        others[kind] = others.get(kind, 0) + n
+    return files
+
+
+def _file_argument(path: Path, id_prefix: str | None, notes: list[str]) -> list[tuple[str, Path]]:
+    """A file given by name, with its id; none for a special file with a supported name (noted in ``notes``)."""
+    if path.suffix.lower() not in SUFFIXES:
+        raise CliError(f"unsupported file type: {path} (supported: {', '.join(sorted(SUFFIXES))})")
+    if not path.is_file():
+        notes.append(f"{path}: not a regular file")
+        return []
+    prefix = (id_prefix or "").strip("/")
+    return [(f"{prefix}/{path.name}" if prefix else path.name, path)]
+
+
+def _add_files(found: dict[str, Path], files: list[tuple[str, Path]]) -> None:
+    """Add ``files`` to ``found`` by id, refusing two different files under one id."""
+    for doc_id, path in files:
+        if doc_id in found and found[doc_id].resolve() != path.resolve():
+            raise CliError(
+                f"{found[doc_id]} and {path} would both get the document id {doc_id!r}; index them in separate "
+                "runs or with different --id-prefix"
+            )
+        found[doc_id] = path
 
 
 class UnreadableFile(CliError):

@@ -18,12 +18,22 @@ from typing import Any
 
 import pathrag
 from pathrag import IndexConfig, PathRAGIndex
-from pathrag.store import LEGACY_FILES, STORE_FILE, StoreError, StoreLocked, read_store_info, write_store_info
+from pathrag.errors import EmbedderMismatch, StoreError, StoreLocked
+from pathrag.store import LEGACY_FILES, STORE_FILE, read_store_info, write_store_info
 
 from .errors import CliError, one_line
 from .providers import describe_embeddings, embedder, embedding_spec
 
-__all__ = ["STORE_META", "locked_error", "open_store", "opened", "read_meta", "write_meta"]
+__all__ = [
+    "STORE_META",
+    "check_embeddings",
+    "locked_error",
+    "mismatch_error",
+    "open_store",
+    "opened",
+    "read_meta",
+    "write_meta",
+]
 
 STORE_META = "cli.json"  # the JSON format's record of the embeddings (migrated into the store)
 
@@ -82,13 +92,28 @@ def open_store(
             raise unknown
 
         return _open(store, llm, pathrag.indexing.LazyEmbedder(refuse), config, None)
-    spec = meta["embeddings"] if meta else embedding_spec(embedding_model)
-    if meta and embedding_model is not None and embedding_spec(embedding_model) != spec:
-        raise CliError(
-            f"the store {store} was built with the embeddings {describe_embeddings(spec)}, not "
-            f"{describe_embeddings(embedding_spec(embedding_model))}; use another --store to switch"
-        )
+    if meta:  # an existing store: its own embeddings, and no others
+        spec = meta["embeddings"]
+        check_embeddings(store, meta, None if embedding_model is None else embedding_spec(embedding_model))
+    else:
+        spec = embedding_spec(embedding_model)
     return _open(store, llm, embedder(spec, store, lazy=not create), config, spec)
+
+
+def check_embeddings(store: Path, meta: dict[str, Any] | None, given: str | None) -> None:
+    """Refuse embeddings ``given`` (a spec; ``None``: none asked for) other than the ones ``meta`` records."""
+    recorded = (meta or {}).get("embeddings")
+    if recorded and given is not None and given != recorded:
+        error = EmbedderMismatch(store, recorded, given)
+        raise mismatch_error(error) from error
+
+
+def mismatch_error(exc: EmbedderMismatch) -> CliError:
+    """The one-line error for embeddings other than the store's, in words, saying how to switch."""
+    return CliError(
+        f"the store {exc.directory} was built with the embeddings {describe_embeddings(exc.recorded)}, not "
+        f"{describe_embeddings(exc.given)}; use another --store to switch"
+    )
 
 
 def _open(
@@ -106,6 +131,8 @@ def _open(
     store_log.addHandler(note)
     try:  # the store records the embeddings (and refuses others) itself
         return PathRAGIndex(store, llm=llm, embedder=vectors, config=config, embedder_name=spec)
+    except EmbedderMismatch as exc:  # another process recorded other embeddings since read_meta
+        raise mismatch_error(exc) from exc
     except (OSError, ValueError) as exc:
         raise CliError(f"cannot open the store {store}: {one_line(str(exc))}") from exc
     finally:
@@ -122,7 +149,7 @@ def write_meta(store: Path, spec: str) -> None:
 
 def locked_error(exc: StoreLocked) -> CliError:
     """The one-line error for a store another process is writing, saying how to wait from the command line."""
-    return CliError(str(exc).split(": wait for it")[0] + ": wait for it to finish, or add --wait SECONDS")
+    return CliError(str(StoreLocked(exc.directory, exc.holder, exc.waited, remedy="add --wait SECONDS")))
 
 
 @contextmanager

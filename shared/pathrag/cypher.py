@@ -14,11 +14,11 @@ these parameters, give me the rows" function and its own way of declaring the un
   name with quotes, backticks, braces, newlines or Cypher keywords is stored and found verbatim.
 * **Names the server can take.** A FalkorDB server with the unique constraint crashes (signal 11,
   taking every client down) on a key with surrounding whitespace, a ``\\x01`` or more than 4,096 bytes.
-  Writes therefore check every name with :func:`pathrag.extraction.check_name` (at most
-  :data:`~pathrag.extraction.MAX_NAME_BYTES` bytes, no surrounding whitespace, no control characters
-  but inner tabs and line breaks) and raise :class:`~pathrag.extraction.EntityNameError` before
+  Writes therefore check every name with :func:`pathrag.names.check_name` (at most
+  :data:`~pathrag.names.MAX_NAME_BYTES` bytes, no surrounding whitespace, no control characters
+  but inner tabs and line breaks) and raise :class:`~pathrag.names.EntityNameError` before
   anything is sent. Names are never rewritten: pass them through
-  :func:`~pathrag.extraction.normalize_name` first (the indexing pipeline does). Reads take any name.
+  :func:`~pathrag.names.normalize_name` first (the indexing pipeline does). Reads take any name.
 * **Data model.** Nodes ``(:Entity {name, type, description, source_ids})`` with a unique ``name``;
   edges ``[:RELATED {description, keywords, weight, source_ids}]`` in the recorded direction. The label
   and relationship type can be changed (e.g. to keep several indexes apart in one Neo4j database), and
@@ -46,7 +46,6 @@ from typing import Any
 
 from typing_extensions import override
 
-from .extraction import EntityNameError, check_name
 from .graph import (
     BaseGraphStore,
     Merge,
@@ -57,6 +56,7 @@ from .graph import (
     relation_from_attrs,
 )
 from .models import Entity, Relation
+from .names import EntityNameError, check_name
 
 __all__ = ["CypherGraphStore", "Runner", "falkordb_runner", "neo4j_runner"]
 

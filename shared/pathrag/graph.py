@@ -30,8 +30,8 @@ from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 import networkx as nx
 from typing_extensions import override
 
-from .extraction import check_name
 from .models import Entity, Relation
+from .names import check_name
 
 __all__ = [
     "BaseGraphStore",
@@ -138,7 +138,7 @@ class GraphStore(Protocol):
 
         Raises:
             EntityNameError: pathrag's stores refuse a name some store cannot hold
-                (:func:`pathrag.extraction.check_name`) before writing anything; they never rename.
+                (:func:`pathrag.names.check_name`) before writing anything; they never rename.
         """
         ...
 
@@ -310,7 +310,7 @@ class NetworkXGraphStore(BaseGraphStore):
     Wraps a ``networkx.Graph`` or ``DiGraph`` without copying it; nodes are entity names, and entity and
     relation fields live in node and edge attributes. ``directed_relations=False`` (the default) treats
     A→B and B→A as the same relation, stored once in the direction first seen. Writes refuse a name
-    some store cannot hold (:func:`~pathrag.extraction.check_name`), so a graph built here moves to a
+    some store cannot hold (:func:`~pathrag.names.check_name`), so a graph built here moves to a
     database; reads take any node, and :meth:`load` reads back whatever was saved.
 
     >>> store = NetworkXGraphStore()

@@ -7,7 +7,7 @@ imported). The target is a
 whose graph and vector indexes are then used; call ``index.save()`` afterwards to persist it.
 
 Every imported item goes through pathrag's own rules: names become merge keys
-(:func:`pathrag.extraction.normalize_name`: quotes dropped, upper-cased), types are lower-cased,
+(:func:`pathrag.names.normalize_name`: quotes dropped, upper-cased), types are lower-cased,
 records naming the same entity or relation are merged as :mod:`pathrag.merging` merges extractions
 (type by majority, descriptions joined, weights summed, source ids united; relations undirected
 unless the target's ``directed_relations``), and vector texts and ids are those
@@ -94,11 +94,11 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .extraction import clean_description, normalize_name, normalize_type, split_keywords
 from .graph import GraphStore
 from .indexing import PathRAGIndex, aput_vectors, run_sync
 from .merging import join_descriptions, merge_records, relation_key
 from .models import Entity, Relation
+from .names import clean_description, normalize_name, normalize_type, split_keywords
 from .records import chunk_id
 from .vector_items import chunk_metadata, entity_vector_id, entity_vector_item, relation_vector_id, relation_vector_item
 from .vectors import VectorIndex, VectorItem

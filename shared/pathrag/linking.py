@@ -2,7 +2,7 @@
 
 Every run of up to :data:`MAX_NAME_WORDS` consecutive words of the question that neither opens nor closes
 with a lower-case function word ("the", "of", "which") is a candidate, normalised
-exactly as the store normalises entity names (:func:`pathrag.extraction.normalize_name`: case, spacing,
+exactly as the store normalises entity names (:func:`pathrag.names.normalize_name`: case, spacing,
 quotes), with a trailing possessive ``'s`` and sentence punctuation removed. One batched
 ``GraphStore.get_entities`` call says which candidates exist; of overlapping ones the longest wins (then
 the earliest), so "West Virginia" is linked rather than "Virginia".
@@ -24,7 +24,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from .extraction import normalize_name
+from .names import normalize_name
 
 __all__ = ["MAX_NAME_WORDS", "NameSpan", "linked_names", "name_spans"]
 

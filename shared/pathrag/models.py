@@ -13,7 +13,7 @@ dataclasses that hold them.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -160,7 +160,7 @@ class RetrievedItem:
         return max(len(self.nodes) - 1, 0)
 
     def metadata(self) -> dict[str, Any]:
-        """JSON-friendly metadata for a framework document or node."""
+        """JSON-friendly metadata for a framework document or node (read back by :meth:`from_metadata`)."""
         return {
             "kind": self.kind,
             "id": self.id,
@@ -169,6 +169,47 @@ class RetrievedItem:
             "hops": self.hops,
             "source_ids": list(self.source_ids),
         }
+
+    @classmethod
+    def from_metadata(
+        cls, metadata: Mapping[str, Any], text: str, *, score: float | None = None, id: str | None = None
+    ) -> RetrievedItem:
+        """The item back from a framework document or node: its :meth:`metadata` and its ``text``.
+
+        ``score`` is the framework's own when it keeps one (a LlamaIndex node's), else the metadata's (0.0
+        when missing or not a number); ``id`` is the framework's id, used when the metadata has none. An
+        unknown ``kind`` reads as an entity; a path keeps its nodes and score (its ``resources`` are not
+        in the metadata), and a path of fewer than two nodes has no :class:`ScoredPath`.
+
+        >>> item = RetrievedItem("path", "path-1", "A -> B", 0.9, ("A", "B"), ("c1",), ScoredPath(nodes=("A", "B"),
+        ...                      score=0.9))
+        >>> RetrievedItem.from_metadata(item.metadata(), item.text) == item
+        True
+        >>> RetrievedItem.from_metadata({"kind": "note"}, "text", id="n1")
+        RetrievedItem(kind='entity', id='n1', text='text', score=0.0, nodes=(), source_ids=(), path=None)
+        """
+        nodes = tuple(str(n) for n in metadata.get("nodes") or ())
+        stored_kind = metadata.get("kind")
+        kind: ItemKind = stored_kind if stored_kind in ("path", "passage", "entity") else "entity"
+        value = _number(metadata.get("score", 0.0)) if score is None else float(score)
+        path = ScoredPath(nodes=nodes, score=value) if kind == "path" and len(nodes) >= 2 else None
+        return cls(
+            kind,
+            str(metadata.get("id") or id or ""),
+            text,
+            value,
+            nodes,
+            tuple(str(s) for s in metadata.get("source_ids") or ()),
+            path,
+        )
+
+
+def _number(value: Any) -> float:
+    """``value`` as a float, 0.0 when it is not a number."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 @dataclass

@@ -102,6 +102,22 @@ class PathParams:
             raise TypeError(f"unknown retrieval parameter(s): {', '.join(unknown)}")
         return dataclasses.replace(self, **changes) if changes else self
 
+    @classmethod
+    def from_settings(cls: type[P], params: P | None = None, **settings: Any) -> P:
+        """``params`` (default: the defaults) with ``settings`` given by name on top: how an entry point that
+        takes both (the LangChain and LlamaIndex retrievers) makes its one settings object.
+
+        >>> RetrievalParams.from_settings(RetrievalParams(top_k=5), theta=0.1).top_k
+        5
+
+        Raises:
+            TypeError: ``params`` not of this class, or a name that is not a setting.
+            ValueError: a value out of its range.
+        """
+        if params is not None and not isinstance(params, cls):
+            raise TypeError(f"params must be a pathrag.{cls.__name__}, got {type(params).__name__}")
+        return (params or cls()).override(**settings)
+
 
 @dataclass(frozen=True, kw_only=True)
 class RetrievalParams(PathParams):

@@ -46,9 +46,9 @@ from typing import TypeVar
 
 import pytest
 
-from .extraction import EntityNameError
 from .graph import GraphStore, Neighborhood
 from .models import Entity, Relation
+from .names import EntityNameError
 from .vectors import VectorHit, VectorIndex, VectorItem
 
 __all__ = ["CompassEmbedder", "GraphStoreContract", "VectorIndexContract"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pathrag import Document, Entity, HashingEmbedder, PathRAGIndex, Relation
-from pathrag.extraction import MAX_NAME_BYTES, EntityNameError, normalize_name
+from pathrag.names import MAX_NAME_BYTES, EntityNameError, normalize_name
 
 from ..unit.test_entity_names import ODD, SERVER_KILLERS, RawRecordsLLM, assert_alive, operational, utf8
 

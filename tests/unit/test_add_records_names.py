@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pathrag import Entity, HashingEmbedder, PathRAGIndex, Relation
-from pathrag.extraction import EntityNameError, normalize_name
+from pathrag.names import EntityNameError, normalize_name
 
 CJK = "港口管理局" * 280  # 4,200 bytes
 

@@ -15,7 +15,7 @@ from llama_index.core.node_parser import MarkdownNodeParser  # noqa: E402
 from llama_index_pathrag import HashingEmbedding, PathRAGExtractor  # noqa: E402
 from llama_index_pathrag.graph import PropertyGraphStoreAdapter  # noqa: E402
 from pathrag import Entity, Relation  # noqa: E402
-from pathrag.extraction import MAX_NAME_BYTES, EntityNameError, normalize_name  # noqa: E402
+from pathrag.names import MAX_NAME_BYTES, EntityNameError, normalize_name  # noqa: E402
 
 from ..llama_index_fakes import ScriptedLlamaLLM  # noqa: E402
 

@@ -16,12 +16,11 @@ from pathrag.extraction import (
     build_extraction_prompt,
     build_gleaning_prompt,
     extract_records,
-    normalize_name,
-    normalize_type,
     parse_answers,
     parse_extraction,
 )
 from pathrag.models import Entity, Relation
+from pathrag.names import normalize_name, normalize_type
 from pathrag.prompts import (
     DEFAULT_ENTITY_TYPES,
     EXTRACTION_EXAMPLES,
