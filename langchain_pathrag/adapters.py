@@ -139,6 +139,9 @@ class LangChainVectorIndex:
       else, for stores without a relevance function, ``similarity_search_with_score``
       (``InMemoryVectorStore``: cosine similarity). Hits keep the store's order (best first); passage
       ranking also uses the score, so a store whose raw score is a distance needs the relevance one.
+      A query whose embedding is the zero vector (a text without words, for the hashing embedder) has no
+      direction to compare: it finds nothing, instead of the error some stores raise (``InMemoryVectorStore``:
+      ``NaN values found``).
     * Get: ``get_by_ids`` (``None`` where the store has no such item or cannot look one up).
     * Delete: ``delete(ids)``, never called with an empty list (some stores then delete everything).
 
@@ -193,9 +196,14 @@ class LangChainVectorIndex:
         if k <= 0:
             return []
         try:
-            found = self.store.similarity_search_with_relevance_scores(text, k=k)
-        except NotImplementedError:  # no relevance function: the raw score
-            found = self.store.similarity_search_with_score(text, k=k)
+            try:
+                found = self.store.similarity_search_with_relevance_scores(text, k=k)
+            except NotImplementedError:  # no relevance function: the raw score
+                found = self.store.similarity_search_with_score(text, k=k)
+        except ValueError:
+            if self._directionless(text):
+                return []
+            raise
         return [_hit(doc, score) for doc, score in found]
 
     async def aquery(self, text: str, k: int) -> list[VectorHit]:
@@ -203,10 +211,20 @@ class LangChainVectorIndex:
         if k <= 0:
             return []
         try:
-            found = await self.store.asimilarity_search_with_relevance_scores(text, k=k)
-        except NotImplementedError:
-            found = await self.store.asimilarity_search_with_score(text, k=k)
+            try:
+                found = await self.store.asimilarity_search_with_relevance_scores(text, k=k)
+            except NotImplementedError:
+                found = await self.store.asimilarity_search_with_score(text, k=k)
+        except ValueError:
+            if self._directionless(text):
+                return []
+            raise
         return [_hit(doc, score) for doc, score in found]
+
+    def _directionless(self, text: str) -> bool:
+        """Whether ``text`` embeds to the zero vector (asked only after a store refused to score it)."""
+        embeddings = self.store.embeddings
+        return embeddings is not None and not any(embeddings.embed_query(text))
 
     def get(self, item_id: str) -> VectorItem | None:
         """The stored item ``item_id`` (``None`` if absent, or if the store cannot look items up by id)."""
