@@ -8,17 +8,21 @@ it (see :mod:`pathrag.merging`). Insert and delete therefore just change the set
 rebuild what they touch, which makes both idempotent: re-running an interrupted insert completes it,
 and ``insert(A); insert(B); delete(B)`` leaves exactly what ``insert(A)`` alone leaves.
 
-Persistence (:mod:`pathrag.store`): a directory holds one SQLite file. Each chunk's extraction and
-each LLM answer is written the moment it arrives, so a re-run after a crash (even ``kill -9``)
-re-extracts only chunks whose results were not saved. Everything else a commit changes (documents,
-graph, vectors, summaries) is written in one transaction: visible all at once or not at all.
-A directory in the older JSON format is migrated on first open.
+Every write runs in one order (:meth:`PathRAGIndex._commit`): extract (LLM), saving each chunk's
+records and each LLM answer the moment it arrives, so a re-run after a crash (even ``kill -9``)
+re-extracts only chunks whose results were not saved; then plan the change against the committed state
+(merge, LLM summaries, embeddings) into a change set; then apply it at once, visible all at once or not
+at all. Where it lands is a backend's business (:mod:`pathrag.backend`): memory, or a directory holding
+one SQLite file (:mod:`pathrag.store`), where a change set is one short transaction and processes
+writing the same store extract side by side and take turns only to plan and apply. A directory in the
+older JSON format is migrated on first open.
 
-:class:`PathRAGIndex` coordinates; each concern lives in its own module: the typed document and chunk
-records and their rows in the store in :mod:`pathrag.records`, the LLM calls (cache, retries,
-concurrency, usage) in :mod:`pathrag.llm_calls`, the rebuild of entities, relations and their vectors
-from the chunk records in :mod:`pathrag.rebuild` (merged by :func:`pathrag.merging.merge_records`), and
-what gets embedded under which id in :mod:`pathrag.vector_items`.
+:class:`PathRAGIndex` coordinates; each concern lives in its own module: where the index is kept in
+:mod:`pathrag.backend`, the typed document and chunk records and their rows in :mod:`pathrag.records`,
+the change set of a commit in :mod:`pathrag.staging`, the LLM calls (cache, retries, concurrency, usage)
+in :mod:`pathrag.llm_calls`, the rebuild of entities, relations and their vectors from the chunk records
+in :mod:`pathrag.rebuild` (merged by :func:`pathrag.merging.merge_records`), and what gets embedded under
+which id in :mod:`pathrag.vector_items`.
 
 >>> import asyncio
 >>> from pathrag import PathRAGIndex, HashingEmbedder
@@ -37,14 +41,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
-import shutil
-import sqlite3
 import sys
 import threading
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,14 +57,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
 from ._version import __version__
-from .extraction import ExtractionConfig, check_name, extract_records
+from .backend import IndexBackend, MemoryBackend, SQLiteBackend
+from .errors import MissingEmbedderError
+from .extraction import ExtractionConfig, extract_records
 from .graph import GraphStore, NetworkXGraphStore
 from .llm import LanguageModel, RememberingLanguageModel, as_language_model
 from .llm_calls import LLMCaller, OperationCalls
 from .merging import relation_key
 from .models import Entity, Relation
+from .names import check_name
 from .rebuild import Rebuilt, Summariser, rebuild, sync_chunk_vectors
-from .records import ChunkRecord, DocumentRecord, RecordTables, StringTable, chunk_id, cited, digest
+from .records import ChunkRecord, DocumentRecord, chunk_id, cited, digest
 from .retrieval import RetrievalResult, aretrieve, retrieve
 from .staging import Staged
 from .store import (
@@ -70,12 +75,8 @@ from .store import (
     SQLiteGraphStore,
     SQLiteStore,
     SQLiteVectorIndex,
-    StoreError,
-    WriterLock,
     legacy_files,
-    migrate_json_store,
     store_exists,
-    unpack_records,
     write_snapshot,
 )
 from .tokens import TokenCounter
@@ -135,10 +136,6 @@ def embedder_from_name(name: str | None) -> Embedder | None:
     return None
 
 
-class MissingEmbedderError(ValueError):
-    """An index opened without an embedder was asked to embed (a query, or a write of new vectors)."""
-
-
 class LazyEmbedder(Embedder):
     """The embedder ``make()`` returns, made on first use (``name``: what the store records for it).
 
@@ -195,7 +192,11 @@ class MissingEmbedder(LazyEmbedder):
             said = f"the store {self.directory} does not record which embeddings built it"
         else:
             said = f"the store {self.directory} was built with the embeddings {self.name!r}, which pathrag cannot make"
-        raise MissingEmbedderError(f"{said}: to embed (query or add), open it with embedder= the same embeddings")
+        raise MissingEmbedderError(
+            f"{said}: to embed (query or add), open it with embedder= the same embeddings",
+            directory=self.directory,
+            recorded=self.name,
+        )
 
 
 class Document(BaseModel):
@@ -237,7 +238,8 @@ class IndexConfig:
     show_progress: bool = False
     token_counter: TokenCounter | None = None
     lock_timeout: float = 0.0
-    """Seconds a write waits for another process's write to the same directory to finish (0: fail at once)."""
+    """Seconds a write waits for its turn when another process writes the same directory. 0: refused at once
+    while another process writes. Otherwise the writes extract side by side and take turns to apply."""
 
     def __post_init__(self) -> None:
         if self.max_concurrency < 1 or self.max_attempts < 1:
@@ -334,44 +336,38 @@ class PathRAGIndex:
                 "pass an embedder, or all three of entity_index, relation_index and chunk_index"
                 + (f" (no store in {self.directory} yet to take the embedder from)" if self.directory else "")
             )
-        self._store: SQLiteStore | None = None
-        if self.directory is not None:
-            self._store = _open_store(
+        backend: IndexBackend = (
+            SQLiteBackend.open(
                 self.directory,
-                self.config,
-                embedder_name or embedder_name_of(embedder),
-                "external" if any(v is not None for v in given.values()) else "sqlite-exact",
+                embedder=embedder_name or embedder_name_of(embedder),
+                vector_kind="external" if any(v is not None for v in given.values()) else "sqlite-exact",
+                directed_relations=self.config.directed_relations,
             )
-        store = self._store
-        if recorded and store is not None:  # an existing store opened without an embedder: the one it records
-            name = embedder_name or store.meta().get("embedder")
-            embedder = embedder_from_name(name) or MissingEmbedder(name, store.directory)
-        self._embedder = embedder  # the embedder of the store's own vector indexes (if any)
+            if self.directory is not None
+            else MemoryBackend()
+        )
+        self._backend = backend
+        self._store = backend.store  # the store of a directory (None in memory)
+        if recorded:  # an existing store opened without an embedder: the one it records
+            name = embedder_name or backend.meta().get("embedder")
+            assert self.directory is not None  # checked above: only a store records an embedder
+            embedder = embedder_from_name(name) or MissingEmbedder(name, self.directory)
+        self._embedder = embedder  # the embedder of the index's own vector indexes (if any)
         self.vector_indexes: dict[str, VectorIndex] = {}
         for name, index in given.items():
             if index is None:
                 assert embedder is not None  # checked above: an index is missing only when an embedder is given
-                index = SQLiteVectorIndex(store, name, embedder) if store is not None else InMemoryVectorIndex(embedder)
+                index = backend.own_vectors(name, embedder)
             self.vector_indexes[name] = index
         self._owns_graph = graph is None
-        if graph is None:
-            graph = (
-                SQLiteGraphStore(store, directed_relations=self.config.directed_relations)
-                if store is not None
-                else NetworkXGraphStore(directed_relations=self.config.directed_relations)
-            )
-        self.graph = graph
+        directed = self.config.directed_relations
+        self.graph = graph if graph is not None else backend.own_graph(directed_relations=directed)
         # Document and chunk records: rows of the store fetched on first use (a retrieval never needs
         # them, a write only its own), or dicts in memory.
-        self._records = RecordTables(store)
-        self._seen_commit = -1  # the store's commit counter when the tables above were loaded or written
-        # Without a store: twice the commits applied so far, odd while one is being applied (readers of
-        # another thread wait that moment out), and the writes of the commit under way (see staging.py).
-        self._version = 0
-        self._staged: Staged | None = None
-        self._writer_lock = WriterLock(self.directory) if self.directory is not None else None  # with the store
-        self.summaries = StringTable(store, "summaries", "text")  # apart from the optional cache: deletes must not pay
-        self._cache = StringTable(store, "llm_cache", "answer", packed=True)  # kept compressed: rarely read
+        self._records = backend.records
+        self._staged: Staged | None = None  # the change set of the commit being planned (see staging.py)
+        self.summaries = backend.summaries
+        self._cache = backend.cache
         config = self.config
         self._llm_calls = LLMCaller(
             self._cache,
@@ -389,7 +385,6 @@ class PathRAGIndex:
             token_counter=config.token_counter,
         )
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
-        self._memory_writer = threading.Lock()  # without a directory: one writer thread at a time
 
     # -- the document and chunk tables, loaded on first use ------------------------------------------
 
@@ -409,46 +404,53 @@ class PathRAGIndex:
         """The text of each live chunk among ``ids`` (unknown, released and record-only chunks are left out)."""
         return self._records.chunk_texts(ids)
 
-    @contextlib.contextmanager
-    def _committing(self) -> Any:
-        """The span of one commit: one store transaction; on failure the in-memory tables are reloaded.
+    async def _commit(self, plan: Callable[[], Awaitable[T]]) -> T:
+        """Plan a commit and apply it. ``plan`` reads the committed state and writes the change through the
+        record tables, :meth:`_written_graph` and :meth:`_written_index`: merged entities and relations,
+        LLM summaries and embeddings go into a change set (:mod:`pathrag.staging`), applied at the end at
+        once (:meth:`pathrag.backend.IndexBackend.apply`): no LLM or embedding call runs while a store's
+        transaction is open.
 
-        Without a store, the commit's writes to an in-memory graph and vector indexes are held back
-        (:mod:`pathrag.staging`) and applied in one synchronous run at its end, so readers see the state
-        before it until then; on failure they are dropped, and the changed rows of the tables put back."""
-        if self._store is None:
-            self._records.begin_undo()
-            self._staged = Staged()
-            try:
-                yield
-                self._version += 1
-                try:
-                    self._staged.apply()
-                finally:
-                    self._version += 1
-            except BaseException:
-                self._records.undo()
-                raise
-            finally:
-                self._records.end_undo()
-                self._staged = None
-            return
-        self._records.start_commit()
+        In a store, when the index owns its graph and vector indexes, the plan is made before the writer
+        lock; under it, it is applied if no other process committed meanwhile, else made again, paying
+        only for what that commit changed (summaries are kept by prompt, embeddings by text). A graph or
+        vector store passed in is written as the plan goes, so a plan that may be thrown away must not
+        touch it: then the plan is made under the lock."""
+        backend = self._backend
+        embedded: dict[int, dict[str, Sequence[float]]] = {}  # vectors by text, kept across plans
+        staged: Staged | None = None
         try:
-            with self._store.transaction():
-                yield
-                self._records.write_documents()
-                self._seen_commit = self._store.count_commit()
+            if backend.plans_ahead and self._stages_everything():
+                backend.refresh()
+                result, staged = await self._plan(plan, embedded)
+            async with backend.applying(self.config.lock_timeout) as overtaken:
+                while staged is None or overtaken or not backend.apply(staged):
+                    if staged is not None:
+                        backend.abandon()
+                        backend.refresh()
+                    result, staged = await self._plan(plan, embedded)
+                    overtaken = False
         except BaseException:
-            self._records.reset()  # they may hold the rolled-back changes
-            for table in (self._cache, self.summaries):  # paid-for answers are kept all the same
-                table.flush_pending()
+            backend.abandon()
             raise
-        else:
-            self._records.reset()  # committed: a long-lived writer keeps no more than one write's rows
+        return result
+
+    async def _plan(
+        self, plan: Callable[[], Awaitable[T]], embedded: dict[int, dict[str, Sequence[float]]]
+    ) -> tuple[T, Staged]:
+        """Run ``plan`` with a fresh change set (``embedded``: the vectors of earlier plans of this commit)."""
+        self._backend.begin()
+        self._staged = staged = Staged(embedded)
+        try:
+            return await plan(), staged
         finally:
-            for table in (self._cache, self.summaries):
-                table.clear_pending()
+            self._staged = None
+
+    def _stages_everything(self) -> bool:
+        """Whether the graph and every vector index are kinds a commit stages (the index's own kinds)."""
+        return isinstance(self.graph, (NetworkXGraphStore, SQLiteGraphStore)) and all(
+            isinstance(index, (InMemoryVectorIndex, SQLiteVectorIndex)) for index in self.vector_indexes.values()
+        )
 
     # -- public API --------------------------------------------------------------------------------
 
@@ -461,28 +463,12 @@ class PathRAGIndex:
 
     @contextlib.asynccontextmanager
     async def _writing(self) -> AsyncIterator[None]:
-        """One write at a time: per event loop (the operation lock), across threads (each sync call runs
-        its own loop) and, for a directory, across processes (the store's writer lock, which also covers
-        threads). Another process's commits since ours are picked up first."""
-        async with self._operation_lock():
-            store, lock = self._store, self._writer_lock
-            if store is None or lock is None:  # both exist exactly when there is a directory
-                while not self._memory_writer.acquire(blocking=False):  # polled: never blocks a loop
-                    await asyncio.sleep(0.005)
-                try:
-                    yield
-                finally:
-                    self._memory_writer.release()
-                return
-            await lock.aacquire(self.config.lock_timeout)
-            try:
-                current = store.commit_count()
-                if current != self._seen_commit:  # written by someone else meanwhile (or never read): reload
-                    self._records.reset()
-                    self._seen_commit = current
-                yield
-            finally:
-                lock.release()
+        """One write of this index at a time: per event loop (the operation lock), across threads (each sync
+        call runs its own loop) and, for a directory, announced to other processes: with ``lock_timeout``
+        0 it is refused at once while another process writes; otherwise they extract side by side and take
+        turns to plan and apply (see :meth:`pathrag.store.WriterLock.abegin`)."""
+        async with self._operation_lock(), self._backend.writing(self.config.lock_timeout):
+            yield
 
     @property
     def entity_index(self) -> VectorIndex:
@@ -533,7 +519,7 @@ class PathRAGIndex:
 
         They merge with extracted records by the same rules, survive later inserts and deletes of other
         documents, and go away with ``delete([document_id])``. Adding again under the same id replaces them.
-        Names are used as given: pass them through :func:`pathrag.extraction.normalize_name` to merge with
+        Names are used as given: pass them through :func:`pathrag.names.normalize_name` to merge with
         extracted ones (the importers do).
 
         Args:
@@ -546,7 +532,7 @@ class PathRAGIndex:
             vectors: index name -> item id -> a vector to store as given instead of embedding the item.
 
         Raises:
-            pathrag.extraction.EntityNameError: a name no store can hold (nothing is written).
+            pathrag.names.EntityNameError: a name no store can hold (nothing is written).
             TypeError: ``vectors`` for an index without ``upsert_vectors`` (nothing is written).
         """
         if not isinstance(document_id, str) or not document_id.strip():
@@ -560,38 +546,39 @@ class PathRAGIndex:
                     f"reusing vectors needs a vector index with upsert_vectors(), not "
                     f"{type(self.vector_indexes[name]).__name__}"
                 )
-        async with self._writing():
-            entity_rows = [e.model_dump(mode="json") for e in entities]
-            relation_rows = [r.model_dump(mode="json") for r in relations]
-            # the items and reused vectors that come with the records count too: new passages are a change
-            extras = [
-                [name, [[i.id, i.text, dict(i.metadata)] for i in items], sorted(vectors.get(name, {}))]
-                for name, items in sorted(vector_items.items())
-            ]
-            content = digest(document_id, json.dumps([entity_rows, relation_rows, *extras], sort_keys=True))
+        entity_rows = [e.model_dump(mode="json") for e in entities]
+        relation_rows = [r.model_dump(mode="json") for r in relations]
+        # the items and reused vectors that come with the records count too: new passages are a change
+        extras = [
+            [name, [[i.id, i.text, dict(i.metadata)] for i in items], sorted(vectors.get(name, {}))]
+            for name, items in sorted(vector_items.items())
+        ]
+        content = digest(document_id, json.dumps([entity_rows, relation_rows, *extras], sort_keys=True))
+        run = OperationCalls(self.config.max_concurrency)
+
+        async def plan() -> InsertSummary:
             old = self.documents.get(document_id)
             if old is not None and old.hash == content:
                 return InsertSummary(unchanged=1)
             self._check_writable()
-            run = OperationCalls(self.config.max_concurrency)
-            with self._committing():
-                released = self._records.unref(document_id, old.chunks) if old is not None else set()
-                cid = f"records-{content}"
-                self._records.store_chunk(cid, "", entity_rows, relation_rows)
-                self._records.claim(cid, document_id, 0)
-                self._records.set_document(document_id, DocumentRecord(content, [cid], {"records": True}, []))
-                released.discard(cid)
-                for name, items in vector_items.items():
-                    await aput_vectors(self._written_index(name), items, vectors.get(name, {}))
-                rebuilt = await self._rebuild([cid, *sorted(released)], run)
-                await self._sync_chunk_vectors([], released)
+            released = self._records.unref(document_id, old.chunks) if old is not None else set()
+            cid = f"records-{content}"
+            self._records.store_chunk(cid, "", entity_rows, relation_rows)
+            self._records.claim(cid, document_id, 0)
+            self._records.set_document(document_id, DocumentRecord(content, [cid], {"records": True}, []))
+            released.discard(cid)
+            for name, items in vector_items.items():
+                await aput_vectors(self._written_index(name), items, vectors.get(name, {}))
+            rebuilt = await self._rebuild([cid, *sorted(released)], run)
+            await self._sync_chunk_vectors([], released)
             return InsertSummary(
-                documents=1,
-                chunks=1,
-                entities=len(rebuilt.entities),
-                relations=len(rebuilt.relations),
-                llm_calls=run.calls,
+                documents=1, chunks=1, entities=len(rebuilt.entities), relations=len(rebuilt.relations)
             )
+
+        async with self._writing():
+            summary = await self._commit(plan)
+        summary.llm_calls = run.calls
+        return summary
 
     def add_records(
         self,
@@ -651,22 +638,7 @@ class PathRAGIndex:
         passed in yourself, other than the in-memory kinds, is read as it is: its own store decides what
         a read sees.
         """
-        if self._store is not None:
-            with self._store.snapshot():
-                return await read(self.graph, self.vector_indexes)
-        while True:
-            version = self._version
-            if version % 2:
-                await asyncio.sleep(0.001)
-                continue
-            try:
-                result = await read(self.graph, self.vector_indexes)
-            except Exception:
-                if self._version != version:
-                    continue  # it read a commit half applied: read again
-                raise
-            if self._version == version:
-                return result
+        return await self._backend.aread_committed(read, self.graph, self.vector_indexes)
 
     def read_committed(self, read: Callable[[GraphStore, Mapping[str, VectorIndex]], T]) -> T:
         """Sync twin of :meth:`aread_committed`.
@@ -676,33 +648,19 @@ class PathRAGIndex:
         >>> index.read_committed(lambda graph, indexes: len(indexes["chunks"]))
         0
         """
-        if self._store is not None:
-            with self._store.snapshot():
-                return read(self.graph, self.vector_indexes)
-        while True:
-            version = self._version
-            if version % 2:
-                time.sleep(0.001)
-                continue
-            try:
-                result = read(self.graph, self.vector_indexes)
-            except Exception:
-                if self._version != version:
-                    continue
-                raise
-            if self._version == version:
-                return result
+        return self._backend.read_committed(read, self.graph, self.vector_indexes)
 
     def _written_graph(self) -> GraphStore:
-        """The graph a commit writes to: in memory, a stand-in holding the writes back until its end."""
-        if self._staged is not None and isinstance(self.graph, NetworkXGraphStore):
+        """The graph a commit writes to: the one it owns through a stand-in holding the writes back until its
+        end (another graph store is written as the commit goes: its own store decides what readers see)."""
+        if self._staged is not None and isinstance(self.graph, (NetworkXGraphStore, SQLiteGraphStore)):
             return self._staged.graph(self.graph)
         return self.graph
 
     def _written_index(self, name: str) -> VectorIndex:
         """The vector index a commit writes to (see :meth:`_written_graph`)."""
         index = self.vector_indexes[name]
-        if self._staged is not None and isinstance(index, InMemoryVectorIndex):
+        if self._staged is not None and isinstance(index, (InMemoryVectorIndex, SQLiteVectorIndex)):
             return self._staged.vectors(index)
         return index
 
@@ -716,17 +674,11 @@ class PathRAGIndex:
         target = Path(directory) if directory is not None else self.directory
         if target is None:
             raise ValueError("this index has no directory: call save(directory)")
-        if self._store is not None:
-            if self.directory is not None and target.resolve() != self.directory.resolve():
-                self._store.copy_to(target)
-            return
-        target.mkdir(parents=True, exist_ok=True)
-        self._export(target)
+        self._backend.save(target, self._export)
 
     def close(self) -> None:
         """Close the store's connections (an index without a directory has nothing to close)."""
-        if self._store is not None:
-            self._store.close()
+        self._backend.close()
 
     def check(self) -> list[str]:
         """Check that documents, chunks, entities, relations and vectors agree; one line per problem.
@@ -753,19 +705,7 @@ class PathRAGIndex:
                 for r in chunk.relations:
                     names.update((r["source"], r["target"]))
                     keys.add(relation_key(r["source"], r["target"], directed=directed))
-        if isinstance(self.graph, (SQLiteGraphStore, NetworkXGraphStore)):
-            stored = {e.name for e in self.graph.iter_entities()}
-            stored_keys = {relation_key(r.source, r.target, directed=directed) for r in self.graph.iter_relations()}
-            for label, extra, missing in (
-                ("entities", stored - names, names - stored),
-                ("relations", stored_keys - keys, keys - stored_keys),
-            ):
-                if extra:
-                    problems.append(f"{len(extra)} {label} no live document mentions, e.g. {sorted(extra)[0]}")
-                if missing:
-                    problems.append(
-                        f"{len(missing)} {label} of live documents missing from the graph, e.g. {sorted(missing)[0]}"
-                    )
+        problems += self._check_graph(names, keys)
         wanted = {
             "entities": {entity_vector_id(n) for n in names},
             "relations": {relation_vector_id(k) for k in keys},
@@ -779,52 +719,31 @@ class PathRAGIndex:
                     problems.append(f"{name} vectors: {len(want - held)} missing, {len(held - want)} without an owner")
         return problems
 
+    def _check_graph(self, names: set[str], keys: set[tuple[str, str]]) -> list[str]:
+        """The graph's problems for :meth:`check` (of the index's own kinds only): entities and relations
+        no live chunk mentions, and live mentions missing."""
+        if not isinstance(self.graph, (SQLiteGraphStore, NetworkXGraphStore)):
+            return []
+        directed, problems = self.config.directed_relations, []
+        stored = {e.name for e in self.graph.iter_entities()}
+        stored_keys = {relation_key(r.source, r.target, directed=directed) for r in self.graph.iter_relations()}
+        for label, extra, missing in (
+            ("entities", stored - names, names - stored),
+            ("relations", stored_keys - keys, keys - stored_keys),
+        ):
+            if extra:
+                problems.append(f"{len(extra)} {label} no live document mentions, e.g. {sorted(extra)[0]}")
+            if missing:
+                problems.append(
+                    f"{len(missing)} {label} of live documents missing from the graph, e.g. {sorted(missing)[0]}"
+                )
+        return problems
+
     def stats(self) -> dict[str, int]:
         """Counts: ``documents`` (imports included), ``imports`` (documents made by :meth:`add_records`)
         and the ``records`` they hold, ``chunks`` (passages with text: the documents' chunks and the
         passages an importer put in the chunk index), ``entities`` and ``relations``."""
-        if self._store is not None:
-            store = self._store
-            ((documents,),) = store.read("SELECT COUNT(*) FROM documents")
-            # an import's records live in a chunk without text: it is not a passage
-            ((chunks,),) = store.read(
-                "SELECT COUNT(DISTINCT d.chunk_id) FROM doc_chunks d "
-                "JOIN chunks c ON c.id = d.chunk_id WHERE c.text != ''"
-            )
-            records = store.read(
-                "SELECT d.doc_id, c.id, c.records FROM doc_chunks d "
-                "JOIN chunks c ON c.id = d.chunk_id WHERE c.text = '' AND c.id LIKE 'records-%'"
-            )
-            held = [_record_chunk(cid, blob) for _, cid, blob in records]
-            # an import's passages: chunk vectors without a chunk row, cited by a live import's records
-            passages = cited(held)
-            imported = sum(
-                vid in passages
-                for (vid,) in store.read(
-                    "SELECT v.id FROM vectors v WHERE v.space = 'chunks' "
-                    "AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = v.id)"
-                )
-            )
-            counts = {
-                "documents": documents,
-                "chunks": chunks + imported,
-                "imports": len({doc_id for doc_id, _, _ in records}),
-            }
-        else:
-            live = {cid: c for cid, c in self.chunks.items() if c.refs}
-            held = [c for cid, c in live.items() if not c.text and cid.startswith("records-")]
-            own, passages = self.chunk_index, cited(held)
-            imported = (
-                sum(cid in passages and cid not in self.chunks for cid in own.ids())
-                if isinstance(own, InMemoryVectorIndex)
-                else 0
-            )
-            counts = {
-                "documents": len(self.documents),
-                "chunks": sum(1 for c in live.values() if c.text) + imported,
-                "imports": len({doc_id for c in held for doc_id in c.refs}),
-            }
-        counts["records"] = sum(len(c.entities) + len(c.relations) for c in held)
+        counts = self._backend.stats(self.chunk_index)
         if isinstance(self.graph, NetworkXGraphStore):
             counts.update(entities=len(self.graph.graph), relations=self.graph.graph.number_of_edges())
         elif isinstance(self.graph, SQLiteGraphStore):
@@ -836,7 +755,41 @@ class PathRAGIndex:
     async def _insert(self, documents: list[Document]) -> InsertSummary:
         summary = InsertSummary()
         run = OperationCalls(self.config.max_concurrency)
-        todo: dict[str, tuple[Document, str, dict[str, str]]] = {}  # id -> (doc, content hash, chunk id -> text)
+        failed: set[str] = set()
+        shown = False
+        while True:
+            # Extraction first, with no lock but this index's own: each chunk's records are saved as they
+            # arrive (by content: another process may save the same chunk, the first one is kept).
+            self._backend.refresh()
+            todo, _, planned, missing = self._plan_insert(documents, failed)
+            if todo and not shown:
+                shown = True
+                self._check_writable()  # before paying for any LLM call
+                saved = len(planned) - len(missing)
+                self._phase(
+                    f"{len(todo):,} new or changed document{'s' * (len(todo) != 1)}: {len(missing):,} of "
+                    f"{len(planned):,} chunk{'s' * (len(planned) != 1)} to extract"
+                    + (f", {saved:,} saved already" if saved else "")
+                )
+            failed |= await self._extract_all({cid: planned[cid] for cid in missing}, run, summary)
+            done = await self._commit(functools.partial(self._insert_change, documents, set(failed), run))
+            if done is not None:
+                break
+            # else another writer dropped chunks this insert needs since they were extracted: again
+        for name in ("unchanged", "documents", "removed", "replaced", "chunks", "entities", "relations"):
+            setattr(summary, name, getattr(done, name))
+        summary.llm_calls, summary.cache_hits = run.calls, run.hits
+        summary.prompt_tokens, summary.completion_tokens = run.prompt_tokens, run.completion_tokens
+        return summary
+
+    def _plan_insert(
+        self, documents: list[Document], failed: set[str]
+    ) -> tuple[dict[str, tuple[Document, str, dict[str, str]]], int, dict[str, tuple[str, list[str]]], list[str]]:
+        """What an insert changes, read from the committed state: the new or changed documents (id -> doc,
+        content hash, chunk id -> text), how many are unchanged, their chunks (id -> text, document ids) in
+        document order, and those to extract (not saved before, now or before a crash, and not failed)."""
+        todo: dict[str, tuple[Document, str, dict[str, str]]] = {}
+        unchanged = 0
         given: dict[str, str] = {}
         self.documents.prefetch(d.id or f"doc-{d.content_hash()}" for d in documents)  # type: ignore[attr-defined]
         for doc in documents:
@@ -850,64 +803,62 @@ class PathRAGIndex:
             if not doc.chunk_texts() and known is None:
                 continue  # an empty document nobody knows: nothing to do
             if doc_id in todo or (known and known.hash == content and not known.failed):
-                summary.unchanged += 1
+                unchanged += 1
                 continue
             todo[doc_id] = (doc, content, {chunk_id(t): t for t in doc.chunk_texts()})
-        # Chunks in document order; ones already extracted (now or before a crash) are not paid again.
         planned: dict[str, tuple[str, list[str]]] = {}
         for doc_id, (_, _, chunks) in todo.items():
             for cid, text in chunks.items():
                 planned.setdefault(cid, (text, []))[1].append(doc_id)
         self.chunks.prefetch(planned)  # type: ignore[attr-defined]
-        missing = [cid for cid in planned if cid not in self.chunks]
-        if todo:
-            self._check_writable()  # before paying for any LLM call
-            saved = len(planned) - len(missing)
-            self._phase(
-                f"{len(todo):,} new or changed document{'s' * (len(todo) != 1)}: {len(missing):,} of {len(planned):,} "
-                f"chunk{'s' * (len(planned) != 1)} to extract" + (f", {saved:,} saved already" if saved else "")
-            )
-        failed = await self._extract_all({cid: planned[cid] for cid in missing}, run, summary)
+        missing = [cid for cid in planned if cid not in self.chunks and cid not in failed]
+        return todo, unchanged, planned, missing
 
-        with self._committing():
-            released: set[str] = set()
-            touched_chunks: list[str] = []
-            newly_live: list[str] = []
-            for doc_id, (doc, content, chunks) in todo.items():
-                old = self.documents.get(doc_id)
-                if old is not None:  # a changed document replaces its previous version
-                    released.update(self._records.unref(doc_id, old.chunks))
-                chunk_ids = list(chunks)
-                for position, cid in enumerate(chunk_ids):
-                    if cid in self.chunks:
-                        if not self.chunks[cid].refs or cid in released:
-                            newly_live.append(cid)
-                        self._records.claim(cid, doc_id, position)
-                        touched_chunks.append(cid)
-                if not chunk_ids:  # the document was emptied: it goes, as with delete()
-                    self._records.set_document(doc_id, None)
-                    summary.removed += 1
-                    continue
-                self._records.set_document(
-                    doc_id,
-                    DocumentRecord(content, chunk_ids, doc.metadata, sorted(c for c in chunk_ids if c in failed)),
-                )
-                summary.documents += 1
-                if old is not None and old.hash != content:
-                    summary.replaced.append(doc_id)
-            summary.chunks = len(dict.fromkeys(touched_chunks))
-            released -= set(touched_chunks)
-            phase = self._phase if todo else None  # nothing changed: no phases to show
-            rebuilt = await self._rebuild(touched_chunks + sorted(released), run, phase)
-            summary.entities, summary.relations = len(rebuilt.entities), len(rebuilt.relations)
-            if phase is not None and newly_live:
-                live = len(dict.fromkeys(newly_live))
-                phase(f"embedding {live:,} chunk{'s' * (live != 1)}")
-            await self._sync_chunk_vectors(newly_live, released)
-            if phase is not None:
-                phase("committing…")
-        summary.llm_calls, summary.cache_hits = run.calls, run.hits
-        summary.prompt_tokens, summary.completion_tokens = run.prompt_tokens, run.completion_tokens
+    async def _insert_change(
+        self, documents: list[Document], failed: set[str], run: OperationCalls
+    ) -> InsertSummary | None:
+        """Plan an insert against the committed state: claim the extracted chunks for the new and changed
+        documents and rebuild what they touch. ``None`` (nothing planned): a chunk to claim is missing."""
+        todo, unchanged, _, missing = self._plan_insert(documents, failed)
+        if missing:
+            return None
+        summary = InsertSummary(unchanged=unchanged)
+        released: set[str] = set()
+        touched_chunks: list[str] = []
+        newly_live: list[str] = []
+        for doc_id, (doc, content, chunks) in todo.items():
+            old = self.documents.get(doc_id)
+            if old is not None:  # a changed document replaces its previous version
+                released.update(self._records.unref(doc_id, old.chunks))
+            chunk_ids = list(chunks)
+            for position, cid in enumerate(chunk_ids):
+                if cid in self.chunks:
+                    if not self.chunks[cid].refs or cid in released:
+                        newly_live.append(cid)
+                    self._records.claim(cid, doc_id, position)
+                    touched_chunks.append(cid)
+            if not chunk_ids:  # the document was emptied: it goes, as with delete()
+                self._records.set_document(doc_id, None)
+                summary.removed += 1
+                continue
+            self._records.set_document(
+                doc_id,
+                DocumentRecord(content, chunk_ids, doc.metadata, sorted(c for c in chunk_ids if c in failed)),
+            )
+            summary.documents += 1
+            if old is not None and old.hash != content:
+                summary.replaced.append(doc_id)
+        summary.chunks = len(dict.fromkeys(touched_chunks))
+        released -= set(touched_chunks)
+        phase = self._phase if todo else None  # nothing changed: no phases to show
+        rebuilt = await self._rebuild(touched_chunks + sorted(released), run, phase)
+        summary.entities, summary.relations = len(rebuilt.entities), len(rebuilt.relations)
+        if phase is not None and newly_live:
+            live = len(dict.fromkeys(newly_live))
+            phase(f"embedding {live:,} chunk{'s' * (live != 1)}")
+        await self._sync_chunk_vectors(newly_live, released)
+        if phase is not None:
+            phase("committing…")
         return summary
 
     async def _extract_all(
@@ -966,11 +917,12 @@ class PathRAGIndex:
     # -- delete ------------------------------------------------------------------------------------
 
     async def _delete(self, document_ids: list[str]) -> DeleteSummary:
-        summary = DeleteSummary()
         run = OperationCalls(self.config.max_concurrency)
-        if any(doc_id in self.documents for doc_id in document_ids):
-            self._check_writable(embeds=False)  # a delete embeds only the descriptions it changes
-        with self._committing():
+
+        async def plan() -> DeleteSummary:
+            summary = DeleteSummary()
+            if any(doc_id in self.documents for doc_id in document_ids):
+                self._check_writable(embeds=False)  # a delete embeds only the descriptions it changes
             released: set[str] = set()
             for doc_id in dict.fromkeys(document_ids):
                 doc = self._records.set_document(doc_id, None)
@@ -981,20 +933,20 @@ class PathRAGIndex:
                 summary.documents += 1
             summary.chunks = len(released)
             rebuilt = await self._rebuild(sorted(released), run)
-            summary.entities_removed, summary.relations_removed = (
-                len(rebuilt.gone_entities),
-                len(rebuilt.gone_relations),
-            )
+            summary.entities_removed = len(rebuilt.gone_entities)
+            summary.relations_removed = len(rebuilt.gone_relations)
             summary.entities_updated, summary.relations_updated = len(rebuilt.entities), len(rebuilt.relations)
             await self._sync_chunk_vectors([], released)
+            return summary
+
+        summary = await self._commit(plan)
         summary.llm_calls = run.calls
         return summary
 
     def _check_writable(self, *, embeds: bool = True) -> None:
         """Fail in one line before any LLM call when the store cannot be written, or for a write that
         ``embeds``, when a lazy embedder cannot be made (see :class:`LazyEmbedder`, :class:`MissingEmbedder`)."""
-        if self._store is not None:
-            self._store.check_writable()
+        self._backend.check_writable()
         if embeds and isinstance(self._embedder, LazyEmbedder):
             self._embedder.ready()
 
@@ -1026,75 +978,31 @@ class PathRAGIndex:
 
     # -- persistence -------------------------------------------------------------------------------
 
-    def _export(self, target: Path) -> None:
-        """Write this (in-memory) index as a new store in ``target``, replacing any store there."""
-        staging = target / ".saving"
-        shutil.rmtree(staging, ignore_errors=True)
-        store = SQLiteStore(staging)
+    def _export(self, store: SQLiteStore) -> None:
+        """Write this index into the new, empty ``store`` (see :meth:`save`)."""
         vectors = {
             name: index.rows() for name, index in self.vector_indexes.items() if isinstance(index, InMemoryVectorIndex)
         }
         graph = self.graph if self._owns_graph and isinstance(self.graph, NetworkXGraphStore) else None
-        try:
-            write_snapshot(
-                store,
-                documents={doc_id: doc.row() for doc_id, doc in self.documents.items()},
-                chunks=(c.row() for c in self.chunks.values()),
-                summaries=dict(self.summaries.items()),
-                cache=dict(self._cache.items()) if self.config.cache else {},
-                entities=graph.iter_entities() if graph else (),
-                relations=graph.iter_relations() if graph else (),
-                vectors=vectors,
-                meta={
-                    "pathrag_version": PATHRAG_VERSION,
-                    "directed_relations": int(self.config.directed_relations),
-                    **({"embedder": name} if (name := self._embedder_name()) else {}),
-                },
-            )
-        finally:
-            store.close()
-        for suffix in ("-wal", "-shm"):
-            (target / (STORE_FILE + suffix)).unlink(missing_ok=True)
-        os.replace(staging / STORE_FILE, target / STORE_FILE)
-        shutil.rmtree(staging, ignore_errors=True)
+        write_snapshot(
+            store,
+            documents={doc_id: doc.row() for doc_id, doc in self.documents.items()},
+            chunks=(c.row() for c in self.chunks.values()),
+            summaries=dict(self.summaries.items()),
+            cache=dict(self._cache.items()) if self.config.cache else {},
+            entities=graph.iter_entities() if graph else (),
+            relations=graph.iter_relations() if graph else (),
+            vectors=vectors,
+            meta={
+                "pathrag_version": PATHRAG_VERSION,
+                "directed_relations": int(self.config.directed_relations),
+                **({"embedder": name} if (name := self._embedder_name()) else {}),
+            },
+        )
 
     def _embedder_name(self) -> str | None:
         index = self.entity_index
         return embedder_name_of(index.embedder) if isinstance(index, InMemoryVectorIndex) else None
-
-
-def _record_chunk(cid: str, blob: bytes | str) -> ChunkRecord:
-    """A record chunk (an import's) from its stored records, without its claims."""
-    rows = unpack_records(blob)
-    return ChunkRecord(cid, "", rows.get("entities", []), rows.get("relations", []))
-
-
-def _open_store(directory: Path, config: IndexConfig, embedder: str | None, vector_kind: str) -> SQLiteStore:
-    """Open (migrating a JSON-format directory first) and check the store's record of its embedder."""
-    migrate_json_store(directory)
-    store = SQLiteStore(directory)
-    meta = store.meta()
-    recorded = meta.get("embedder")
-    if recorded and embedder and recorded != embedder:
-        store.close()
-        raise StoreError(
-            f"the store {directory} was built with the embeddings {recorded!r}, not {embedder!r}: "
-            "open it with the same embeddings, or use another directory"
-        )
-    wanted = {
-        "pathrag_version": PATHRAG_VERSION,
-        "vector_index": vector_kind,
-        **({"embedder": embedder} if embedder and not recorded else {}),
-        **({} if "directed_relations" in meta else {"directed_relations": int(config.directed_relations)}),
-    }
-    changed = {k: v for k, v in wanted.items() if meta.get(k) != str(v)}
-    if changed:
-        try:
-            with store.transaction():
-                store.set_meta(changed)
-        except sqlite3.OperationalError:  # a read-only store still answers queries
-            pass
-    return store
 
 
 def _as_documents(documents: Iterable[Document | str]) -> list[Document]:

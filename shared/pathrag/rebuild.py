@@ -95,33 +95,12 @@ async def rebuild(
     """Recompute every entity and relation mentioned by ``chunk_ids`` from the live chunks, and write them
     (or their removal) to the graph and the two vector indexes. ``on_phase`` is told, in one line, when the
     merging (with the summaries of long descriptions) and the embedding start, with the merged counts."""
-    touched_entities: set[str] = set()
-    touched_relations: set[tuple[str, str]] = set()
-    for cid in chunk_ids:
-        chunk = records.chunks.get(cid)
-        if chunk is None:
-            continue
-        touched_entities.update(e["name"] for e in chunk.entities)
-        for r in chunk.relations:
-            touched_entities.update((r["source"], r["target"]))
-            touched_relations.add(relation_key(r["source"], r["target"], directed=directed))
+    touched_entities, touched_relations = _touched(chunk_ids, records, directed)
     if not touched_entities:
         return Rebuilt([], [], [], [])
-
-    entity_records: dict[str, list[Entity]] = {}
-    relation_records: dict[tuple[str, str], list[Relation]] = {}
-    endpoint_chunks: dict[str, list[str]] = {}  # every live chunk naming an entity as a relation end
-    for chunk in records.live_chunks_mentioning(touched_entities):
-        for e in chunk.entities:
-            if e["name"] in touched_entities:
-                entity_records.setdefault(e["name"], []).append(Entity.model_validate(e))
-        for r in chunk.relations:
-            key = relation_key(r["source"], r["target"], directed=directed)
-            if key in touched_relations:
-                relation_records.setdefault(key, []).append(Relation.model_validate(r))
-            for end in (r["source"], r["target"]):
-                if end in touched_entities:
-                    endpoint_chunks.setdefault(end, []).append(chunk.id)
+    entity_records, relation_records, endpoint_chunks = _live_records(
+        records, touched_entities, touched_relations, directed
+    )
     # an entity that only appears as a relation end still comes from those chunks (record-only chunks
     # have no text to cite)
     merged_entities, merged_relations = merge_records(
@@ -163,6 +142,43 @@ async def rebuild(
     await relation_index.adelete([relation_vector_id(k) for k in gone_relations])
     await relation_index.aupsert([relation_vector_item(r, directed=directed) for r in relations])
     return Rebuilt(entities, relations, gone_entities, gone_relations)
+
+
+def _touched(chunk_ids: Sequence[str], records: RecordTables, directed: bool) -> tuple[set[str], set[tuple[str, str]]]:
+    """The entity names and relation keys the records of ``chunk_ids`` mention."""
+    entities: set[str] = set()
+    relations: set[tuple[str, str]] = set()
+    for cid in chunk_ids:
+        chunk = records.chunks.get(cid)
+        if chunk is None:
+            continue
+        entities.update(e["name"] for e in chunk.entities)
+        for r in chunk.relations:
+            entities.update((r["source"], r["target"]))
+            relations.add(relation_key(r["source"], r["target"], directed=directed))
+    return entities, relations
+
+
+def _live_records(
+    records: RecordTables, names: set[str], keys: set[tuple[str, str]], directed: bool
+) -> tuple[dict[str, list[Entity]], dict[tuple[str, str], list[Relation]], dict[str, list[str]]]:
+    """Every live record of the entities ``names`` and relations ``keys``, and, per name, the live chunks
+    naming it as a relation end."""
+    entity_records: dict[str, list[Entity]] = {}
+    relation_records: dict[tuple[str, str], list[Relation]] = {}
+    endpoint_chunks: dict[str, list[str]] = {}
+    for chunk in records.live_chunks_mentioning(names):
+        for e in chunk.entities:
+            if e["name"] in names:
+                entity_records.setdefault(e["name"], []).append(Entity.model_validate(e))
+        for r in chunk.relations:
+            key = relation_key(r["source"], r["target"], directed=directed)
+            if key in keys:
+                relation_records.setdefault(key, []).append(Relation.model_validate(r))
+            for end in (r["source"], r["target"]):
+                if end in names:
+                    endpoint_chunks.setdefault(end, []).append(chunk.id)
+    return entity_records, relation_records, endpoint_chunks
 
 
 async def sync_chunk_vectors(

@@ -4,9 +4,10 @@ A :class:`DocumentRecord` says which chunks a document is made of; a :class:`Chu
 chunk's text, the entity and relation records extracted from it, and which documents claim it
 (``refs``). The document rows are the commit record: a chunk is live while some document claims it.
 :class:`RecordTables` keeps both tables (a dict in memory, or rows of a :class:`~pathrag.store.SQLiteStore`
-fetched on first use) together with the entity names each chunk mentions, and writes every change
-the way a crash-safe commit needs it (see :mod:`pathrag.indexing`). :class:`StringTable` is the
-key -> text table of the LLM answer cache and the summaries.
+fetched on first use: :class:`MemoryRecordTables`, :class:`SQLiteRecordTables`) together with the entity
+names each chunk mentions, and writes every change the way a crash-safe commit needs it (see
+:mod:`pathrag.backend`). :class:`StringTable` is the key -> text table of the LLM answer cache and the
+summaries.
 """
 
 from __future__ import annotations
@@ -18,13 +19,18 @@ from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+from typing_extensions import override
+
 from .store import SQLiteStore, dumps, mentioned_names, pack_records, pack_text, unpack_records, unpack_text
 
 __all__ = [
     "ChunkRecord",
     "DocumentRecord",
     "LazyRows",
+    "MemoryRecordTables",
     "RecordTables",
+    "SQLiteRecordTables",
+    "SQLiteStringTable",
     "StringTable",
     "chunk_id",
     "cited",
@@ -182,73 +188,75 @@ _ABSENT: Any = object()  # in the undo journal: the row did not exist before the
 class RecordTables:
     """The document and chunk records of one index, and which chunks mention each entity name.
 
-    Without a store all three are dicts in memory. With one, documents and chunks are rows fetched on
-    first use (a retrieval never needs them, a write only its own) and the mentions a table of the store:
-    a chunk's records are written the moment they are kept (:meth:`store_chunk`), the document rows a
-    commit changed inside its transaction (:meth:`write_documents`).
+    The commit logic is here; where the rows live is a subclass's: :class:`MemoryRecordTables` (dicts) or
+    :class:`SQLiteRecordTables` (rows of a store fetched on first use). A commit changes the records in
+    memory (:meth:`set_document`, :meth:`claim`, :meth:`unref`, :meth:`drop_chunks`) and then writes them
+    in its transaction (:meth:`write_commit`); a chunk's extraction is kept the moment it arrives
+    (:meth:`store_chunk`).
     """
 
-    def __init__(self, store: SQLiteStore | None) -> None:
-        self._store = store
+    def __init__(self) -> None:
         self.documents: LazyRows[DocumentRecord] = LazyRows()
         self.chunks: LazyRows[ChunkRecord] = LazyRows()
-        self._mentions: dict[str, set[str]] = {}  # in memory: entity name -> ids of the chunks naming it
         self._dirty: set[str] = set()  # documents changed by the open commit
-        # In memory, during a commit: each changed row as it was before (see begin_undo).
-        self._undo: tuple[dict[str, Any], dict[str, Any]] | None = None
-        self.reset()
+        self._dropped: set[str] = set()  # chunks it dropped
+
+    # -- where the rows live (the subclasses) ------------------------------------------------------
 
     def reset(self) -> None:
-        """Forget what was fetched from the store (after a rollback, or another process's commit)."""
-        store = self._store
-        if store is None:
-            return
-        self.documents = LazyRows(
-            functools.partial(_fetch_documents, store), functools.partial(_fetch_documents, store, None)
-        )
-        self.chunks = LazyRows(functools.partial(_fetch_chunks, store), functools.partial(_fetch_chunks, store, None))
-
-    # -- chunks ------------------------------------------------------------------------------------
+        """Forget what was read (a store's rows are read again: after a failed commit, or another's)."""
 
     def note_mentions(self, chunk: ChunkRecord, *, forget: bool = False) -> None:
-        """Keep the chunk's mentions: a row per entity name in the store, else in memory."""
-        names = chunk.mentioned()
-        if self._store is not None:
-            if not forget:
-                self._store.executemany("INSERT OR IGNORE INTO mentions VALUES (?, ?)", [(n, chunk.id) for n in names])
-            return  # forgetting: the chunk's rows go with it (see drop_chunks)
-        for name in names:
-            if forget:
-                held = self._mentions.get(name)
-                if held is not None:
-                    held.discard(chunk.id)
-                    if not held:
-                        del self._mentions[name]
-            else:
-                self._mentions.setdefault(name, set()).add(chunk.id)
+        """Keep (or forget) which entity names the chunk mentions."""
+        raise NotImplementedError
+
+    def _save_chunk(self, record: ChunkRecord) -> ChunkRecord:
+        """Keep a chunk's extraction records now; returns the record kept."""
+        raise NotImplementedError
+
+    def _mentioning(self, names: Iterable[str]) -> set[str]:
+        """Ids of the chunks (live or not) whose records mention one of ``names``."""
+        raise NotImplementedError
+
+    def _record_chunk_ids(self) -> list[str]:
+        """Ids of the record chunks (``records-…``), live or not."""
+        raise NotImplementedError
+
+    def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
+        """The text of each live chunk among ``ids`` (unknown, released and record-only chunks are left out)."""
+        raise NotImplementedError
+
+    def write_commit(self) -> None:
+        """Write the document rows this commit changed and delete the chunks it dropped (inside its
+        transaction)."""
+        self._dirty, self._dropped = set(), set()
+
+    def begin_undo(self) -> None:
+        """A commit begins (in memory: keep each row as it was before its first change)."""
+
+    def end_undo(self) -> None:
+        """The commit ended (in memory: forget the rows kept for undoing it)."""
+
+    def undo(self) -> None:
+        """The commit failed (in memory: put back every row it changed)."""
+
+    def _keep_chunk(self, cid: str) -> None:
+        """Chunk ``cid`` is about to change (in memory: journal it for :meth:`undo`)."""
+
+    # -- the commit logic --------------------------------------------------------------------------
 
     def store_chunk(
         self, cid: str, text: str, entities: list[dict[str, Any]], relations: list[dict[str, Any]]
     ) -> ChunkRecord:
         """Keep a chunk's extraction records and write them at once (no document claims it yet).
 
-        Outside a commit this is its own tiny transaction: a crash later on does not lose the LLM's work.
+        In a store this is its own tiny transaction, made at once and outside the commit's lock: a crash
+        later on does not lose the LLM's work. The id is the text's hash, so another process may store the
+        same chunk meanwhile: the first one stored is kept, and returned (a commit merges what it read).
         """
-        record = ChunkRecord(cid, text, entities, relations)
-        chunks = self.chunks
         self._keep_chunk(cid)
-        if self._store is not None:
-            with self._store.transaction():  # the chunk and its mentions: both or neither survive a crash
-                self._store.execute(
-                    "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?)", (cid, text, pack_records(entities, relations))
-                )
-                self._store.execute("DELETE FROM mentions WHERE chunk_id = ?", (cid,))
-                self.note_mentions(record)
-        else:
-            if cid in chunks:
-                self.note_mentions(chunks[cid], forget=True)
-            self.note_mentions(record)
-        chunks[cid] = record
+        record = self._save_chunk(ChunkRecord(cid, text, entities, relations))
+        self.chunks[cid] = record
         return record
 
     def claim(self, cid: str, doc_id: str, position: int) -> None:
@@ -269,33 +277,20 @@ class RecordTables:
         return orphaned
 
     def drop_chunks(self, gone: list[str]) -> None:
-        """Remove chunks no document claims, with their mentions (inside the open commit)."""
+        """Remove chunks no document claims, with their mentions (their rows go at :meth:`write_commit`)."""
         for cid in gone:
             self._keep_chunk(cid)
             chunk = self.chunks.pop(cid, None)
             if chunk is not None:
                 self.note_mentions(chunk, forget=True)
-        if self._store is not None and gone:
-            self._store.execute("DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?))", (dumps(gone),))
-            self._store.execute(
-                "DELETE FROM mentions WHERE chunk_id IN (SELECT value FROM json_each(?))", (dumps(gone),)
-            )
+        self._dropped.update(gone)
 
     def live_chunks_mentioning(self, names: Iterable[str]) -> list[ChunkRecord]:
         """The live chunks mentioning any of ``names``, in a stable order: by document (sorted id), then
         position in it. Only those chunks are read, so a write costs the same whatever the store's size."""
         chunks = self.chunks
-        if self._store is not None:
-            candidates = {
-                cid
-                for (cid,) in self._store.wread(
-                    "SELECT DISTINCT chunk_id FROM mentions WHERE name IN (SELECT value FROM json_each(?))",
-                    (dumps(sorted(names)),),
-                )
-            }
-            chunks.prefetch(candidates)
-        else:
-            candidates = set().union(*(self._mentions.get(n, ()) for n in names))
+        candidates = self._mentioning(names)
+        chunks.prefetch(candidates)
         order = {
             cid: (doc_id, position)
             for cid in candidates
@@ -306,75 +301,80 @@ class RecordTables:
 
     def live_record_chunks(self) -> list[ChunkRecord]:
         """The record chunks (imports, :meth:`~pathrag.PathRAGIndex.add_records`) some document still claims."""
-        ids = (
-            [row[0] for row in self._store.wread("SELECT id FROM chunks WHERE id LIKE 'records-%'")]
-            if self._store is not None
-            else [cid for cid in self.chunks if cid.startswith("records-")]
-        )
-        return [chunk for cid in ids if (chunk := self.chunks.get(cid)) is not None and chunk.refs]
-
-    def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
-        """The text of each live chunk among ``ids`` (unknown, released and record-only chunks are left out)."""
-        ids = list(dict.fromkeys(ids))
-        if self._store is not None:
-            rows = self._store.read(
-                "SELECT c.id, c.text FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?)) AND c.text != '' "
-                "AND EXISTS (SELECT 1 FROM doc_chunks d WHERE d.chunk_id = c.id)",
-                (dumps(ids),),
-            )
-            found = dict(rows)
-            return {cid: found[cid] for cid in ids if cid in found}
-        return {
-            cid: chunk.text for cid in ids if (chunk := self.chunks.get(cid)) is not None and chunk.refs and chunk.text
-        }
-
-    # -- documents ---------------------------------------------------------------------------------
+        return [chunk for cid in self._record_chunk_ids() if (chunk := self.chunks.get(cid)) is not None and chunk.refs]
 
     def start_commit(self) -> None:
-        """A commit begins: no document row changed by it yet."""
-        self._dirty = set()
+        """A commit begins: no row changed by it yet."""
+        self._dirty, self._dropped = set(), set()
+
+    def changed(self) -> bool:
+        """Whether the open commit changed a document or dropped a chunk."""
+        return bool(self._dirty or self._dropped)
 
     def set_document(self, doc_id: str, doc: DocumentRecord | None) -> DocumentRecord | None:
         """Replace (or with ``None`` remove) a document record; returns the previous one."""
-        if self._undo is not None and doc_id not in self._undo[0]:
-            self._undo[0][doc_id] = self.documents.get(doc_id, _ABSENT)
+        self._keep_document(doc_id)
         old = self.documents.pop(doc_id, None)
         if doc is not None:
             self.documents[doc_id] = doc
         self._dirty.add(doc_id)
         return old
 
-    def write_documents(self) -> None:
-        """Write the document rows this commit changed (inside its transaction)."""
-        store, dirty = self._store, sorted(self._dirty)
-        if store is None or not dirty:
-            return
-        ids = dumps(dirty)
-        store.execute("DELETE FROM doc_chunks WHERE doc_id IN (SELECT value FROM json_each(?))", (ids,))
-        store.execute("DELETE FROM documents WHERE id IN (SELECT value FROM json_each(?))", (ids,))
-        kept = [(d, self.documents[d]) for d in dirty if d in self.documents]
-        store.executemany(
-            "INSERT INTO documents VALUES (?, ?, ?, ?)",
-            [(d, doc.hash, dumps(doc.metadata), dumps(doc.failed)) for d, doc in kept],
-        )
-        store.executemany(
-            "INSERT INTO doc_chunks VALUES (?, ?, ?)",
-            [(d, position, cid) for d, doc in kept for position, cid in enumerate(doc.chunks)],
-        )
-        self._dirty = set()
+    def _keep_document(self, doc_id: str) -> None:
+        """Document ``doc_id`` is about to change (in memory: journal it for :meth:`undo`)."""
 
-    # -- an in-memory index's rollback -------------------------------------------------------------
 
+class MemoryRecordTables(RecordTables):
+    """The records of an index without a directory: dicts, with an undo journal for a failed commit."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._mentions: dict[str, set[str]] = {}  # entity name -> ids of the chunks naming it
+        # during a commit: each changed row as it was before (see begin_undo)
+        self._undo: tuple[dict[str, Any], dict[str, Any]] | None = None
+
+    @override
+    def note_mentions(self, chunk: ChunkRecord, *, forget: bool = False) -> None:
+        for name in chunk.mentioned():
+            if forget:
+                held = self._mentions.get(name)
+                if held is not None:
+                    held.discard(chunk.id)
+                    if not held:
+                        del self._mentions[name]
+            else:
+                self._mentions.setdefault(name, set()).add(chunk.id)
+
+    def _save_chunk(self, record: ChunkRecord) -> ChunkRecord:
+        if record.id in self.chunks:
+            self.note_mentions(self.chunks[record.id], forget=True)
+        self.note_mentions(record)
+        return record
+
+    def _mentioning(self, names: Iterable[str]) -> set[str]:
+        return set().union(*(self._mentions.get(n, ()) for n in names))
+
+    def _record_chunk_ids(self) -> list[str]:
+        return [cid for cid in self.chunks if cid.startswith("records-")]
+
+    @override
+    def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
+        return {
+            cid: chunk.text
+            for cid in dict.fromkeys(ids)
+            if (chunk := self.chunks.get(cid)) is not None and chunk.refs and chunk.text
+        }
+
+    @override
     def begin_undo(self) -> None:
-        """In memory, a commit begins: from now on each row is kept as it was before its first change."""
         self._undo = ({}, {})
 
+    @override
     def end_undo(self) -> None:
-        """The commit ended well: forget the rows kept for undoing it."""
         self._undo = None
 
+    @override
     def undo(self) -> None:
-        """The commit failed: put back every row it changed, and their mentions."""
         if self._undo is None:
             return
         documents, chunks = self._undo
@@ -396,26 +396,105 @@ class RecordTables:
             chunk = self.chunks.get(cid)
             self._undo[1][cid] = _ABSENT if chunk is None else replace(chunk, refs=dict(chunk.refs))
 
+    def _keep_document(self, doc_id: str) -> None:
+        if self._undo is not None and doc_id not in self._undo[0]:
+            self._undo[0][doc_id] = self.documents.get(doc_id, _ABSENT)
+
+
+class SQLiteRecordTables(RecordTables):
+    """The records of an index in a store: rows fetched on first use (a retrieval never needs them, a write
+    only its own), the mentions a table of the store."""
+
+    def __init__(self, store: SQLiteStore) -> None:
+        super().__init__()
+        self._store = store
+        self.reset()
+
+    @override
+    def reset(self) -> None:
+        store = self._store
+        self.documents = LazyRows(
+            functools.partial(_fetch_documents, store), functools.partial(_fetch_documents, store, None)
+        )
+        self.chunks = LazyRows(functools.partial(_fetch_chunks, store), functools.partial(_fetch_chunks, store, None))
+
+    @override
+    def note_mentions(self, chunk: ChunkRecord, *, forget: bool = False) -> None:
+        if not forget:  # forgetting: the chunk's rows go with it (see write_commit)
+            self._store.executemany(
+                "INSERT OR IGNORE INTO mentions VALUES (?, ?)", [(n, chunk.id) for n in chunk.mentioned()]
+            )
+
+    def _save_chunk(self, record: ChunkRecord) -> ChunkRecord:
+        store = self._store
+        with store.transaction():  # the chunk and its mentions: both or neither survive a crash
+            stored = store.wread("SELECT records FROM chunks WHERE id = ?", (record.id,))
+            if stored:  # stored first by another process: that one is kept
+                rows = unpack_records(stored[0][0])
+                return ChunkRecord(record.id, record.text, rows.get("entities", []), rows.get("relations", []))
+            store.execute(
+                "INSERT INTO chunks VALUES (?, ?, ?)",
+                (record.id, record.text, pack_records(record.entities, record.relations)),
+            )
+            self.note_mentions(record)
+        return record
+
+    def _mentioning(self, names: Iterable[str]) -> set[str]:
+        return {
+            cid
+            for (cid,) in self._store.wread(
+                "SELECT DISTINCT chunk_id FROM mentions WHERE name IN (SELECT value FROM json_each(?))",
+                (dumps(sorted(names)),),
+            )
+        }
+
+    def _record_chunk_ids(self) -> list[str]:
+        return [row[0] for row in self._store.wread("SELECT id FROM chunks WHERE id LIKE 'records-%'")]
+
+    @override
+    def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
+        ids = list(dict.fromkeys(ids))
+        rows = self._store.read(
+            "SELECT c.id, c.text FROM chunks c WHERE c.id IN (SELECT value FROM json_each(?)) AND c.text != '' "
+            "AND EXISTS (SELECT 1 FROM doc_chunks d WHERE d.chunk_id = c.id)",
+            (dumps(ids),),
+        )
+        found = dict(rows)
+        return {cid: found[cid] for cid in ids if cid in found}
+
+    @override
+    def write_commit(self) -> None:
+        store, dirty, gone = self._store, sorted(self._dirty), dumps(sorted(self._dropped))
+        super().write_commit()
+        if gone != "[]":
+            store.execute("DELETE FROM chunks WHERE id IN (SELECT value FROM json_each(?))", (gone,))
+            store.execute("DELETE FROM mentions WHERE chunk_id IN (SELECT value FROM json_each(?))", (gone,))
+        if not dirty:
+            return
+        ids = dumps(dirty)
+        store.execute("DELETE FROM doc_chunks WHERE doc_id IN (SELECT value FROM json_each(?))", (ids,))
+        store.execute("DELETE FROM documents WHERE id IN (SELECT value FROM json_each(?))", (ids,))
+        kept = [(d, self.documents[d]) for d in dirty if d in self.documents]
+        store.executemany(
+            "INSERT INTO documents VALUES (?, ?, ?, ?)",
+            [(d, doc.hash, dumps(doc.metadata), dumps(doc.failed)) for d, doc in kept],
+        )
+        store.executemany(
+            "INSERT INTO doc_chunks VALUES (?, ?, ?)",
+            [(d, position, cid) for d, doc in kept for position, cid in enumerate(doc.chunks)],
+        )
+
 
 class StringTable:
-    """A string -> string table: a dict in memory, or rows of the store (written at once, or with the
-    open commit) so that nothing is loaded before it is needed."""
+    """A string -> string table (the LLM answer cache, the summaries): a dict in memory; see
+    :class:`SQLiteStringTable` for a store's."""
 
-    def __init__(self, store: SQLiteStore | None, table: str, column: str, *, packed: bool = False) -> None:
-        self._store = store
-        self._pack: Callable[[str], str | bytes] = pack_text if packed else str
+    def __init__(self) -> None:
         self._memory: dict[str, str] = {}
-        self._get = f"SELECT {column} FROM {table} WHERE key = ?"
-        self._put = f"INSERT OR REPLACE INTO {table} VALUES (?, ?)"
-        self._all = f"SELECT key, {column} FROM {table}"
-        self._pending: dict[str, str] = {}  # written inside the open commit: rewritten if it rolls back
 
     def get(self, key: str) -> str | None:
         """The value stored under ``key``, or ``None``."""
-        if self._store is None:
-            return self._memory.get(key)
-        rows = self._store.wread(self._get, (key,))
-        return unpack_text(rows[0][0]) if rows else None
+        return self._memory.get(key)
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, str) and self.get(key) is not None
@@ -427,25 +506,33 @@ class StringTable:
         return value
 
     def __setitem__(self, key: str, value: str) -> None:
-        if self._store is None:
-            self._memory[key] = value
-        else:
-            if self._store.in_transaction:
-                self._pending[key] = value
-            self._store.execute(self._put, (key, self._pack(value)))
-
-    def flush_pending(self) -> None:
-        """After a rollback: write again what the rolled-back commit had written (LLM answers)."""
-        pending, self._pending = self._pending, {}
-        if self._store is not None and pending:
-            self._store.executemany(self._put, [(key, self._pack(value)) for key, value in pending.items()])
-
-    def clear_pending(self) -> None:
-        """Forget what the open commit wrote (it committed: nothing to write again)."""
-        self._pending = {}
+        self._memory[key] = value
 
     def items(self) -> list[tuple[str, str]]:
         """Every ``(key, value)`` pair."""
-        if self._store is None:
-            return list(self._memory.items())
+        return list(self._memory.items())
+
+
+class SQLiteStringTable(StringTable):
+    """A string table as rows of a store, written at once (LLM answers and summaries are keyed by their
+    prompt's hash: saved as they arrive, outside any commit), read by key: nothing is loaded before use."""
+
+    def __init__(self, store: SQLiteStore, table: str, column: str, *, packed: bool = False) -> None:
+        super().__init__()
+        self._store = store
+        self._pack: Callable[[str], str | bytes] = pack_text if packed else str
+        self._get = f"SELECT {column} FROM {table} WHERE key = ?"
+        self._put = f"INSERT OR REPLACE INTO {table} VALUES (?, ?)"
+        self._all = f"SELECT key, {column} FROM {table}"
+
+    @override
+    def get(self, key: str) -> str | None:
+        rows = self._store.wread(self._get, (key,))
+        return unpack_text(rows[0][0]) if rows else None
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self._store.execute(self._put, (key, self._pack(value)))
+
+    @override
+    def items(self) -> list[tuple[str, str]]:
         return [(key, unpack_text(value)) for key, value in self._store.wread(self._all)]

@@ -52,9 +52,10 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-from .extraction import check_name
+from .errors import StoreError, StoreFormatError, StoreLocked
 from .graph import BaseGraphStore, Neighborhood
 from .models import Entity, Relation
+from .names import check_name
 from .vectors import Embedder, VectorHit, VectorIndex, VectorItem
 
 T = TypeVar("T", Entity, Relation)
@@ -138,10 +139,6 @@ write_steps = 0
 """Write steps (SQL statements sent by writers) in this process so far; the crash tests count with it."""
 
 
-class StoreError(ValueError):
-    """A store that cannot be opened or written: the message names the file and what to do."""
-
-
 def _count_write_step() -> None:
     global write_steps
     write_steps += 1
@@ -188,10 +185,7 @@ class SQLiteStore:
                 f"cannot open {self.path}: {exc} (restore it from a backup, or rebuild the store with a new directory)"
             ) from exc
         if found.get("format", FORMAT) != FORMAT or int(found.get("format_version", FORMAT_VERSION)) > FORMAT_VERSION:
-            raise StoreError(
-                f"{self.path} is a store of a newer or other format ({found.get('format')} "
-                f"v{found.get('format_version')}): upgrade pathrag"
-            )
+            raise StoreFormatError(self.path, (found.get("format"), found.get("format_version")), FORMAT_VERSION)
         self.format_version = int(found.get("format_version", FORMAT_VERSION))
         """The store's format as this object writes it (a store it could not upgrade stays at 1)."""
         if "format" not in found:
@@ -500,20 +494,22 @@ def _wal_damage(wal: Path) -> str | None:
 
 
 def _writer_active(directory: Path) -> bool:
-    """Whether a process holds the writer lock (a live writer may be appending to the WAL right now)."""
+    """Whether a process holds the writer lock or is in a write (a live writer may be appending to the WAL
+    right now: extractions are saved outside the writer lock, see :meth:`WriterLock.abegin`)."""
     if fcntl is None:
         return True
-    try:
-        fd = os.open(directory / LOCK_FILE, os.O_RDONLY)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # a flock: closing never touches SQLite's own (POSIX) locks on other files
+    for path, probe in ((directory / LOCK_FILE, fcntl.LOCK_SH), (directory, fcntl.LOCK_EX)):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, probe | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)  # a flock: closing never touches SQLite's own (POSIX) locks on other files
+    return False
 
 
 def check_wal(path: Path) -> None:
@@ -531,10 +527,6 @@ def check_wal(path: Path) -> None:
         )
 
 
-class StoreLocked(StoreError):
-    """Another process is writing to the same store directory."""
-
-
 class WriterLock:
     """One writer per store directory across processes: an advisory ``flock`` on ``pathrag.lock``.
 
@@ -542,11 +534,16 @@ class WriterLock:
     holder dies, even by ``kill -9``, so a crash never leaves a store locked (the stale pid in the file
     is just overwritten by the next writer). Readers take no lock. Where ``fcntl`` does not exist
     (Windows), there is no cross-process lock: SQLite still serialises the commits themselves.
+
+    An index holds the lock only to plan and apply a change; the whole write, extraction included, is
+    spanned by :meth:`abegin` and :meth:`end` (a second ``flock``, on the directory), so that a writer
+    that will not wait is still refused while another one extracts.
     """
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.path = Path(directory) / LOCK_FILE
         self._fd: int | None = None
+        self._active: int | None = None  # the directory, flocked from abegin() to end()
         self._threads = threading.Lock()  # flock is per open file: threads of one process queue here
 
     def _try(self) -> bool:
@@ -576,11 +573,7 @@ class WriterLock:
             return "?"
 
     def _locked_error(self, timeout: float) -> StoreLocked:
-        waited = f" (waited {timeout:g} s)" if timeout > 0 else ""
-        return StoreLocked(
-            f"the store {self.path.parent} is being written by process {self.holder()}{waited}: "
-            "wait for it to finish, or let writes wait with IndexConfig(lock_timeout=SECONDS)"
-        )
+        return StoreLocked(self.path.parent, self.holder(), max(timeout, 0.0))
 
     def acquire(self, timeout: float = 0.0) -> None:
         """Take the lock, polling up to ``timeout`` seconds; :class:`StoreLocked` names the holder's pid."""
@@ -620,6 +613,55 @@ class WriterLock:
             fd, self._fd = self._fd, None
             os.close(fd)  # closing drops the flock; the pid stays in the file, harmlessly
             self._threads.release()
+
+    async def abegin(self, timeout: float = 0.0) -> None:
+        """Start a write, before its extraction: the lock itself is taken later, for plan-and-apply only.
+
+        Every write holds a ``flock`` on the store directory from here to :meth:`end`. With ``timeout`` 0
+        (do not wait for other writers) it is exclusive, and the write is refused at once, naming the pid,
+        when another one is under way, extracting or applying, as when it held the lock throughout. With a
+        ``timeout``, writes share it: they extract side by side and take turns only for the lock, and one
+        waits here (up to ``timeout``) only for an exclusive write to end."""
+        import asyncio
+
+        if fcntl is None:
+            return
+        try:
+            fd = os.open(self.path.parent, os.O_RDONLY)
+        except OSError as exc:
+            raise StoreError(f"the store {self.path.parent} cannot be opened ({exc.strerror})") from exc
+        exclusive, deadline = timeout <= 0, time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+                    break
+                except OSError:
+                    if time.monotonic() >= deadline:
+                        raise self._locked_error(timeout) from None
+                    await asyncio.sleep(0.05)
+            # Taken and dropped at once: names this process in the lock file as the latest writer, and
+            # refuses (when not waiting) a writer that holds the lock without this protocol.
+            if self._threads.acquire(blocking=False):
+                try:
+                    if self._try():
+                        os.close(self._fd)  # type: ignore[arg-type]
+                        self._fd = None
+                    elif exclusive:
+                        raise self._locked_error(timeout)
+                finally:
+                    self._threads.release()
+        except BaseException:
+            os.close(fd)
+            raise
+        self._active = fd
+
+    def end(self) -> None:
+        """End the write :meth:`abegin` started (releasing the lock too, if still held)."""
+        self.release()
+        fd, self._active = self._active, None
+        if fd is not None:
+            os.close(fd)
 
 
 def dumps(value: Any) -> str:
@@ -881,7 +923,7 @@ class SQLiteGraphStore(BaseGraphStore):
         entities = list(entities)
         if not entities:
             return
-        for entity in entities:  # refused, never renamed: see pathrag.extraction.check_name
+        for entity in entities:  # refused, never renamed: see pathrag.names.check_name
             check_name(entity.name)
         with self.store.transaction():
             if merge is not None:
@@ -996,7 +1038,7 @@ class SQLiteVectorIndex(VectorIndex):
         )
         return VectorItem(item_id, rows[0][0], json.loads(rows[0][1])) if rows else None
 
-    def _changed(self, items: Sequence[VectorItem]) -> list[VectorItem]:
+    def changed(self, items: Sequence[VectorItem]) -> list[VectorItem]:
         """Items whose text or metadata is new or different: the only ones worth paying to embed."""
         fresh = {item.id: item for item in items}  # the last of duplicate ids wins
         if not fresh:
@@ -1029,13 +1071,13 @@ class SQLiteVectorIndex(VectorIndex):
 
     @override
     def upsert(self, items: Sequence[VectorItem]) -> None:
-        changed = self._changed(items)
+        changed = self.changed(items)
         if changed:
             self._store(changed, self.embedder.embed([item.text for item in changed]))
 
     @override
     async def aupsert(self, items: Sequence[VectorItem]) -> None:
-        changed = self._changed(items)
+        changed = self.changed(items)
         if changed:
             self._store(changed, await self.embedder.aembed([item.text for item in changed]))
 

@@ -1,0 +1,439 @@
+"""Where an index keeps what it commits, and how a commit lands there: :class:`MemoryBackend` (an index
+without a directory) or :class:`SQLiteBackend` (a store directory, see :mod:`pathrag.store`).
+
+:class:`~pathrag.PathRAGIndex` runs every write the same way, whatever the backend: extract (LLM calls;
+each chunk's records saved as they arrive), plan the change against the committed state into a change set
+(:class:`~pathrag.staging.Staged`: merged entities and relations, LLM summaries, embeddings), then apply
+the change set at once. A backend supplies the parts that differ:
+
+- write exclusion: :meth:`IndexBackend.writing` spans a whole write (one per index object at a time; a
+  store also tells other processes), :meth:`IndexBackend.applying` the plan-and-apply (a store's writer
+  lock, across processes) and says whether another writer committed since the tables were read;
+- the commit of a change set: :meth:`~IndexBackend.begin`, :meth:`~IndexBackend.apply` (one synchronous
+  run in memory; one short transaction in a store, with no LLM or embedding call inside) and
+  :meth:`~IndexBackend.abandon`;
+- a committed read (:meth:`~IndexBackend.read_committed`), counts (:meth:`~IndexBackend.stats`), a copy
+  in another directory (:meth:`~IndexBackend.save`);
+- the tables: records, summaries, LLM cache, and the graph and vector indexes an index owns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+from typing_extensions import override
+
+from ._version import __version__
+from .errors import EmbedderMismatch
+from .graph import GraphStore, NetworkXGraphStore
+from .records import (
+    ChunkRecord,
+    MemoryRecordTables,
+    RecordTables,
+    SQLiteRecordTables,
+    SQLiteStringTable,
+    StringTable,
+    cited,
+)
+from .staging import Staged
+from .store import (
+    STORE_FILE,
+    SQLiteGraphStore,
+    SQLiteStore,
+    SQLiteVectorIndex,
+    WriterLock,
+    migrate_json_store,
+    unpack_records,
+)
+from .vectors import Embedder, InMemoryVectorIndex, VectorIndex
+
+__all__ = ["IndexBackend", "MemoryBackend", "SQLiteBackend"]
+
+T = TypeVar("T")
+Read = Callable[[GraphStore, Mapping[str, VectorIndex]], T]
+
+
+class IndexBackend:
+    """The part of an index that depends on where it is kept (see the module docstring)."""
+
+    directory: Path | None = None
+    store: SQLiteStore | None = None
+    plans_ahead = False
+    """Whether a plan may be made before :meth:`applying` (re-planned there if another writer committed)."""
+
+    def __init__(self, records: RecordTables, summaries: StringTable, cache: StringTable) -> None:
+        self.records = records
+        self.summaries = summaries  # apart from the optional cache: deletes must not pay for summaries again
+        self.cache = cache
+        self._writer = threading.Lock()  # one write of an index object at a time, whichever thread
+
+    # -- what the index owns -----------------------------------------------------------------------
+
+    def own_graph(self, *, directed_relations: bool) -> GraphStore:
+        """The graph store of an index given none."""
+        raise NotImplementedError
+
+    def own_vectors(self, name: str, embedder: Embedder) -> VectorIndex:
+        """The vector index ``name`` (entities, relations, chunks) of an index given none."""
+        raise NotImplementedError
+
+    def meta(self) -> dict[str, str]:
+        """What the store records about itself (nothing in memory)."""
+        return {}
+
+    # -- write exclusion ---------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def writing(self, lock_timeout: float) -> AsyncIterator[None]:
+        """A whole write (extraction included): one per index object at a time, whichever thread."""
+        while not self._writer.acquire(blocking=False):  # polled: never blocks a loop
+            await asyncio.sleep(0.005)
+        try:
+            yield
+        finally:
+            self._writer.release()
+
+    @contextlib.asynccontextmanager
+    async def applying(self, lock_timeout: float) -> AsyncIterator[bool]:
+        """Plan-and-apply; yields whether another writer committed since the tables were last read."""
+        yield False
+
+    def refresh(self) -> bool:
+        """Pick up other writers' commits (the tables are read again); whether there were any."""
+        return False
+
+    # -- the commit of a change set ----------------------------------------------------------------
+
+    def begin(self) -> None:
+        """A plan starts: the record tables collect its changes from now on."""
+        self.records.start_commit()
+
+    def apply(self, staged: Staged) -> bool:
+        """Apply the planned change set and the record tables' changes, all at once; ``False`` (nothing
+        applied): another writer committed since the tables were read, plan again."""
+        raise NotImplementedError
+
+    def abandon(self) -> None:
+        """The plan failed or was overtaken: nothing of it is applied, and the tables forget it."""
+        raise NotImplementedError
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    async def aread_committed(
+        self, read: Read[Awaitable[T]], graph: GraphStore, indexes: Mapping[str, VectorIndex]
+    ) -> T:
+        """``await read(graph, indexes)`` on one committed state."""
+        raise NotImplementedError
+
+    def read_committed(self, read: Read[T], graph: GraphStore, indexes: Mapping[str, VectorIndex]) -> T:
+        """Sync twin of :meth:`aread_committed`."""
+        raise NotImplementedError
+
+    def stats(self, chunk_index: VectorIndex) -> dict[str, int]:
+        """``documents``, ``chunks`` (passages with text, an import's included), ``imports``, ``records``."""
+        raise NotImplementedError
+
+    # -- the rest ----------------------------------------------------------------------------------
+
+    def check_writable(self) -> None:
+        """Raise now if a write would fail later (a read-only store)."""
+
+    def save(self, target: Path, export: Callable[[SQLiteStore], None]) -> None:
+        """Write a complete copy to ``target``; ``export`` writes what the index holds into a new store."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close what is open (nothing in memory)."""
+
+
+class MemoryBackend(IndexBackend):
+    """An index without a directory: dicts, a NetworkX graph and in-memory vector indexes.
+
+    A commit's change set is applied in one synchronous run; readers of other threads see the state
+    before it until then (a version counter, odd while a commit is being applied), and a failed commit
+    puts back the table rows it changed."""
+
+    def __init__(self) -> None:
+        super().__init__(MemoryRecordTables(), StringTable(), StringTable())
+        self._version = 0
+
+    @override
+    def own_graph(self, *, directed_relations: bool) -> GraphStore:
+        return NetworkXGraphStore(directed_relations=directed_relations)
+
+    @override
+    def own_vectors(self, name: str, embedder: Embedder) -> VectorIndex:
+        return InMemoryVectorIndex(embedder)
+
+    @override
+    def begin(self) -> None:
+        super().begin()
+        self.records.begin_undo()
+
+    @override
+    def apply(self, staged: Staged) -> bool:
+        self._version += 1
+        try:
+            staged.apply()
+        finally:
+            self._version += 1
+        self.records.write_commit()
+        self.records.end_undo()
+        return True
+
+    @override
+    def abandon(self) -> None:
+        self.records.undo()
+        self.records.end_undo()
+
+    @override
+    async def aread_committed(
+        self, read: Read[Awaitable[T]], graph: GraphStore, indexes: Mapping[str, VectorIndex]
+    ) -> T:
+        # A read that overlapped a commit being applied (from another thread) is run again, and one
+        # starting during it waits for its end (a few milliseconds).
+        while True:
+            version = self._version
+            if version % 2:
+                await asyncio.sleep(0.001)
+                continue
+            try:
+                result = await read(graph, indexes)
+            except Exception:
+                if self._version != version:
+                    continue  # it read a commit half applied: read again
+                raise
+            if self._version == version:
+                return result
+
+    @override
+    def read_committed(self, read: Read[T], graph: GraphStore, indexes: Mapping[str, VectorIndex]) -> T:
+        while True:
+            version = self._version
+            if version % 2:
+                time.sleep(0.001)
+                continue
+            try:
+                result = read(graph, indexes)
+            except Exception:
+                if self._version != version:
+                    continue
+                raise
+            if self._version == version:
+                return result
+
+    @override
+    def stats(self, chunk_index: VectorIndex) -> dict[str, int]:
+        chunks = self.records.chunks
+        live = {cid: c for cid, c in chunks.items() if c.refs}
+        held = [c for cid, c in live.items() if not c.text and cid.startswith("records-")]
+        passages = cited(held)
+        imported = (
+            sum(cid in passages and cid not in chunks for cid in chunk_index.ids())
+            if isinstance(chunk_index, InMemoryVectorIndex)
+            else 0
+        )
+        return {
+            "documents": len(self.records.documents),
+            "chunks": sum(1 for c in live.values() if c.text) + imported,
+            "imports": len({doc_id for c in held for doc_id in c.refs}),
+            "records": sum(len(c.entities) + len(c.relations) for c in held),
+        }
+
+    def save(self, target: Path, export: Callable[[SQLiteStore], None]) -> None:
+        """Write the index as a new store in ``target``, replacing any store there (atomically)."""
+        target.mkdir(parents=True, exist_ok=True)
+        staging = target / ".saving"
+        shutil.rmtree(staging, ignore_errors=True)
+        store = SQLiteStore(staging)
+        try:
+            export(store)
+        finally:
+            store.close()
+        for suffix in ("-wal", "-shm"):
+            (target / (STORE_FILE + suffix)).unlink(missing_ok=True)
+        os.replace(staging / STORE_FILE, target / STORE_FILE)
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+class SQLiteBackend(IndexBackend):
+    """An index in a store directory: one SQLite file, read by snapshots, written by one process at a time.
+
+    Writes announce themselves to other processes (:meth:`~pathrag.store.WriterLock.abegin`) and extract
+    side by side; plan-and-apply holds the store's writer lock, after picking up the commits of other
+    processes (the store's commit counter). A change set is applied in one ``BEGIN IMMEDIATE … COMMIT``.
+    """
+
+    plans_ahead = True
+
+    def __init__(self, store: SQLiteStore) -> None:
+        super().__init__(
+            SQLiteRecordTables(store),
+            SQLiteStringTable(store, "summaries", "text"),
+            SQLiteStringTable(store, "llm_cache", "answer", packed=True),  # kept compressed: rarely read
+        )
+        self.store = self._db = store
+        self.directory = store.directory
+        self._lock = WriterLock(store.directory)
+        self._seen = -1  # the store's commit counter when the record tables were last read or written
+
+    @classmethod
+    def open(
+        cls, directory: Path, *, embedder: str | None, vector_kind: str, directed_relations: bool
+    ) -> SQLiteBackend:
+        """Open (migrating a JSON-format directory first) and check the store's record of its embedder."""
+        migrate_json_store(directory)
+        store = SQLiteStore(directory)
+        meta = store.meta()
+        recorded = meta.get("embedder")
+        if recorded and embedder and recorded != embedder:
+            store.close()
+            raise EmbedderMismatch(directory, recorded, embedder)
+        wanted = {
+            "pathrag_version": __version__,
+            "vector_index": vector_kind,
+            **({"embedder": embedder} if embedder and not recorded else {}),
+            **({} if "directed_relations" in meta else {"directed_relations": int(directed_relations)}),
+        }
+        changed = {k: v for k, v in wanted.items() if meta.get(k) != str(v)}
+        if changed:
+            try:
+                with store.transaction():
+                    store.set_meta(changed)
+            except sqlite3.OperationalError:  # a read-only store still answers queries
+                pass
+        return cls(store)
+
+    @override
+    def own_graph(self, *, directed_relations: bool) -> GraphStore:
+        return SQLiteGraphStore(self._db, directed_relations=directed_relations)
+
+    @override
+    def own_vectors(self, name: str, embedder: Embedder) -> VectorIndex:
+        return SQLiteVectorIndex(self._db, name, embedder)
+
+    @override
+    def meta(self) -> dict[str, str]:
+        return self._db.meta()
+
+    @contextlib.asynccontextmanager
+    @override
+    async def writing(self, lock_timeout: float) -> AsyncIterator[None]:
+        async with super().writing(lock_timeout):
+            await self._lock.abegin(lock_timeout)
+            try:
+                yield
+            finally:
+                self._lock.end()
+
+    @contextlib.asynccontextmanager
+    @override
+    async def applying(self, lock_timeout: float) -> AsyncIterator[bool]:
+        await self._lock.aacquire(lock_timeout)
+        try:
+            yield self.refresh()
+        finally:
+            self._lock.release()
+
+    @override
+    def refresh(self) -> bool:
+        current = self._db.commit_count()
+        if current == self._seen:
+            return False
+        self.records.reset()  # written by someone else meanwhile (or never read): read again
+        self._seen = current
+        return True
+
+    @override
+    def apply(self, staged: Staged) -> bool:
+        if staged or self.records.changed():  # nothing to change: no transaction, no commit counted
+            try:
+                with self._db.transaction():
+                    # The writer lock keeps other commits out; checked here all the same, so that the plan's
+                    # state is the committed one even where there is no lock (no fcntl: Windows).
+                    if self._db.commit_count() != self._seen:
+                        raise _Overtaken
+                    staged.apply()
+                    self.records.write_commit()
+                    self._seen = self._db.count_commit()
+            except _Overtaken:
+                return False
+        self.records.reset()  # committed: a long-lived writer keeps no more than one write's rows
+        return True
+
+    @override
+    def abandon(self) -> None:
+        self.records.reset()  # they may hold the changes that were not applied
+
+    @override
+    async def aread_committed(
+        self, read: Read[Awaitable[T]], graph: GraphStore, indexes: Mapping[str, VectorIndex]
+    ) -> T:
+        with self._db.snapshot():
+            return await read(graph, indexes)
+
+    @override
+    def read_committed(self, read: Read[T], graph: GraphStore, indexes: Mapping[str, VectorIndex]) -> T:
+        with self._db.snapshot():
+            return read(graph, indexes)
+
+    @override
+    def stats(self, chunk_index: VectorIndex) -> dict[str, int]:
+        store = self._db
+        ((documents,),) = store.read("SELECT COUNT(*) FROM documents")
+        # an import's records live in a chunk without text: it is not a passage
+        ((chunks,),) = store.read(
+            "SELECT COUNT(DISTINCT d.chunk_id) FROM doc_chunks d JOIN chunks c ON c.id = d.chunk_id WHERE c.text != ''"
+        )
+        records = store.read(
+            "SELECT d.doc_id, c.id, c.records FROM doc_chunks d "
+            "JOIN chunks c ON c.id = d.chunk_id WHERE c.text = '' AND c.id LIKE 'records-%'"
+        )
+        held = [_record_chunk(cid, blob) for _, cid, blob in records]
+        # an import's passages: chunk vectors without a chunk row, cited by a live import's records
+        passages = cited(held)
+        imported = sum(
+            vid in passages
+            for (vid,) in store.read(
+                "SELECT v.id FROM vectors v WHERE v.space = 'chunks' "
+                "AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = v.id)"
+            )
+        )
+        return {
+            "documents": documents,
+            "chunks": chunks + imported,
+            "imports": len({doc_id for doc_id, _, _ in records}),
+            "records": sum(len(c.entities) + len(c.relations) for c in held),
+        }
+
+    @override
+    def check_writable(self) -> None:
+        self._db.check_writable()
+
+    def save(self, target: Path, export: Callable[[SQLiteStore], None]) -> None:
+        """Every commit is in the directory already: another one gets a consistent copy of the store."""
+        if target.resolve() != self._db.directory.resolve():
+            self._db.copy_to(target)
+
+    @override
+    def close(self) -> None:
+        self._db.close()
+
+
+class _Overtaken(Exception):
+    """Raised inside a transaction to roll it back: another writer committed after the plan read."""
+
+
+def _record_chunk(cid: str, blob: bytes | str) -> ChunkRecord:
+    """A record chunk (an import's) from its stored records, without its claims."""
+    rows = unpack_records(blob)
+    return ChunkRecord(cid, "", rows.get("entities", []), rows.get("relations", []))
