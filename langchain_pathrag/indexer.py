@@ -44,9 +44,12 @@ from pydantic import ConfigDict, Field
 
 import pathrag
 from pathrag import GraphStore, IndexConfig, InsertSummary, PathRAGIndex, VectorItem
+from pathrag.embedders import LazyEmbedder, embedder_name_of
 from pathrag.errors import MissingEmbedderError
-from pathrag.indexing import STATE_FILE, DeleteSummary, LazyEmbedder, embedder_name_of
-from pathrag.store import SQLiteVectorIndex, legacy_files, read_store_info, store_exists
+from pathrag.index_types import DeleteSummary
+from pathrag.indexing import STATE_FILE
+from pathrag.legacy import legacy_files
+from pathrag.sqlite import SQLiteVectorIndex, read_store_info, store_exists
 from pathrag.tokens import count_tokens
 
 from .adapters import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings

@@ -28,7 +28,7 @@ from typing import Any
 
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex, RetrievalResult
 from pathrag.llm_calls import cache_key
-from pathrag.store import LOCK_FILE, STORE_FILE, StoreError, StoreLocked
+from pathrag.sqlite import LOCK_FILE, STORE_FILE, StoreError, StoreLocked
 
 from .fakes import ScriptedLLM
 

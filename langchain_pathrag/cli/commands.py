@@ -237,7 +237,7 @@ def _same_file(recorded: object, source: str) -> bool:
 def _interrupted(idx: PathRAGIndex, docs: list[Document], store: Path) -> str:
     """What an interrupted ``index`` kept: each chunk's extraction is saved the moment it arrives (as is every
     LLM answer), while the documents, graph and vectors are written in one final commit."""
-    from pathrag.records import chunk_id
+    from pathrag.ids import chunk_id
 
     wanted = {chunk_id(text) for doc in docs for text in doc.chunk_texts()}
     try:

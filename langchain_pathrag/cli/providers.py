@@ -248,7 +248,7 @@ def _provider_of(spec: str) -> str | None:
 def embedder(spec: str, store: Path, *, lazy: bool = False) -> pathrag.Embedder:
     """The embedder a store's recorded ``spec`` names (``store`` is named in errors).
 
-    ``lazy``: an endpoint's or provider's embeddings are made on first use (a ``pathrag.indexing.LazyEmbedder``),
+    ``lazy``: an endpoint's or provider's embeddings are made on first use (a ``pathrag.embedders.LazyEmbedder``),
     so that commands that embed nothing (``stats``, most deletes) need no key, and a missing key or package
     is the one-line error of the command that does embed, before it writes anything.
     """
@@ -256,7 +256,7 @@ def embedder(spec: str, store: Path, *, lazy: bool = False) -> pathrag.Embedder:
     if dimensions is not None:
         return pathrag.HashingEmbedder(dimensions)
     if lazy:
-        return pathrag.indexing.LazyEmbedder(lambda: embedder(spec, store), spec)
+        return pathrag.embedders.LazyEmbedder(lambda: embedder(spec, store), spec)
     provider = _provider_of(spec)
     if provider is None:
         raise CliError(

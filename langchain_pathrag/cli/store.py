@@ -8,7 +8,6 @@ is migrated on first open. A store another process is writing is a one-line erro
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections.abc import Iterator
@@ -19,7 +18,8 @@ from typing import Any
 import pathrag
 from pathrag import IndexConfig, PathRAGIndex
 from pathrag.errors import EmbedderMismatch, StoreError, StoreLocked
-from pathrag.store import LEGACY_FILES, STORE_FILE, read_store_info, write_store_info
+from pathrag.legacy import CLI_FILE, LEGACY_FILES, cli_embedder
+from pathrag.sqlite import STORE_FILE, read_store_info, write_store_info
 
 from .errors import CliError, one_line
 from .providers import describe_embeddings, embedder, embedding_spec
@@ -35,7 +35,7 @@ __all__ = [
     "write_meta",
 ]
 
-STORE_META = "cli.json"  # the JSON format's record of the embeddings (migrated into the store)
+STORE_META = CLI_FILE  # the JSON format's record of the embeddings (migrated into the store)
 
 
 def read_meta(store: Path) -> dict[str, Any] | None:
@@ -58,10 +58,10 @@ def read_meta(store: Path) -> dict[str, Any] | None:
             raise CliError(f"{store} is not a store made by the pathrag command (no {STORE_FILE})")
         return None
     try:
-        data = json.loads(meta.read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) and isinstance(data.get("embeddings"), str) else {}
-    except (OSError, ValueError) as exc:
-        raise CliError(f"cannot read {meta}: {exc}") from exc
+        spec = cli_embedder(store)
+    except ValueError as exc:  # names the file
+        raise CliError(str(exc)) from exc
+    return {} if spec is None else {"embeddings": spec}
 
 
 def open_store(
@@ -91,7 +91,7 @@ def open_store(
         def refuse() -> pathrag.Embedder:  # a command that embeds fails here; stats and the like work
             raise unknown
 
-        return _open(store, llm, pathrag.indexing.LazyEmbedder(refuse), config, None)
+        return _open(store, llm, pathrag.embedders.LazyEmbedder(refuse), config, None)
     if meta:  # an existing store: its own embeddings, and no others
         spec = meta["embeddings"]
         check_embeddings(store, meta, None if embedding_model is None else embedding_spec(embedding_model))
@@ -127,7 +127,7 @@ def _open(
     note = logging.StreamHandler(sys.stderr)
     note.setFormatter(logging.Formatter("%(message)s"))
     note.setLevel(logging.WARNING)
-    store_log = logging.getLogger("pathrag.store")
+    store_log = logging.getLogger("pathrag.legacy")
     store_log.addHandler(note)
     try:  # the store records the embeddings (and refuses others) itself
         return PathRAGIndex(store, llm=llm, embedder=vectors, config=config, embedder_name=spec)

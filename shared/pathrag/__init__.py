@@ -113,7 +113,7 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
         globals()[name] = value
         return value
-    if not name.startswith("_"):  # a submodule (``pathrag.store``), as when this module imported them all
+    if not name.startswith("_"):  # a submodule (``pathrag.sqlite``), as when this module imported them all
         try:
             return importlib.import_module(f".{name}", __name__)
         except ModuleNotFoundError as exc:

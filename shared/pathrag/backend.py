@@ -1,5 +1,5 @@
 """Where an index keeps what it commits, and how a commit lands there: :class:`MemoryBackend` (an index
-without a directory) or :class:`SQLiteBackend` (a store directory, see :mod:`pathrag.store`).
+without a directory) or :class:`SQLiteBackend` (a store directory, see :mod:`pathrag.sqlite`).
 
 :class:`~pathrag.PathRAGIndex` runs every write the same way, whatever the backend: extract (LLM calls;
 each chunk's records saved as they arrive), plan the change against the committed state into a change set
@@ -35,6 +35,8 @@ from typing_extensions import override
 from ._version import __version__
 from .errors import EmbedderMismatch
 from .graph import GraphStore, NetworkXGraphStore
+from .ids import RECORD_CHUNK_LIKE, is_record_chunk
+from .legacy import migrate_json_store
 from .records import (
     ChunkRecord,
     MemoryRecordTables,
@@ -44,16 +46,8 @@ from .records import (
     StringTable,
     cited,
 )
+from .sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, WriterLock, unpack_records
 from .staging import Staged
-from .store import (
-    STORE_FILE,
-    SQLiteGraphStore,
-    SQLiteStore,
-    SQLiteVectorIndex,
-    WriterLock,
-    migrate_json_store,
-    unpack_records,
-)
 from .vectors import Embedder, InMemoryVectorIndex, VectorIndex
 
 __all__ = ["IndexBackend", "MemoryBackend", "SQLiteBackend"]
@@ -235,7 +229,7 @@ class MemoryBackend(IndexBackend):
     def stats(self, chunk_index: VectorIndex) -> dict[str, int]:
         chunks = self.records.chunks
         live = {cid: c for cid, c in chunks.items() if c.refs}
-        held = [c for cid, c in live.items() if not c.text and cid.startswith("records-")]
+        held = [c for cid, c in live.items() if not c.text and is_record_chunk(cid)]
         passages = cited(held)
         imported = (
             sum(cid in passages and cid not in chunks for cid in chunk_index.ids())
@@ -268,7 +262,7 @@ class MemoryBackend(IndexBackend):
 class SQLiteBackend(IndexBackend):
     """An index in a store directory: one SQLite file, read by snapshots, written by one process at a time.
 
-    Writes announce themselves to other processes (:meth:`~pathrag.store.WriterLock.abegin`) and extract
+    Writes announce themselves to other processes (:meth:`~pathrag.sqlite.WriterLock.abegin`) and extract
     side by side; plan-and-apply holds the store's writer lock, after picking up the commits of other
     processes (the store's commit counter). A change set is applied in one ``BEGIN IMMEDIATE … COMMIT``.
     """
@@ -396,7 +390,7 @@ class SQLiteBackend(IndexBackend):
         )
         records = store.read(
             "SELECT d.doc_id, c.id, c.records FROM doc_chunks d "
-            "JOIN chunks c ON c.id = d.chunk_id WHERE c.text = '' AND c.id LIKE 'records-%'"
+            f"JOIN chunks c ON c.id = d.chunk_id WHERE c.text = '' AND c.id LIKE '{RECORD_CHUNK_LIKE}'"
         )
         held = [_record_chunk(cid, blob) for _, cid, blob in records]
         # an import's passages: chunk vectors without a chunk row, cited by a live import's records

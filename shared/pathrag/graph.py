@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import secrets
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ from typing_extensions import override
 
 from .models import Entity, Relation
 from .names import check_name
+from .storage import atomic_write_text
 
 __all__ = [
     "BaseGraphStore",
@@ -39,7 +39,6 @@ __all__ = [
     "Neighborhood",
     "NetworkXGraphStore",
     "as_graph_store",
-    "atomic_write_text",
 ]
 
 T = TypeVar("T", Entity, Relation)
@@ -205,7 +204,7 @@ class BaseGraphStore(GraphStore, ABC):
       thread, so a generator is never consumed by another thread.
     * ``False``: directly, on the event loop's thread. For in-memory stores (a call takes microseconds,
       less than a thread hop, and nothing else then touches the data while it runs) and for stores whose
-      sync methods depend on per-thread state, like :class:`pathrag.store.SQLiteGraphStore` (a read
+      sync methods depend on per-thread state, like :class:`pathrag.sqlite.SQLiteGraphStore` (a read
       transaction opened with ``SQLiteStore.snapshot()`` and the writer's transaction lock belong to
       the thread that opened them).
 
@@ -526,59 +525,6 @@ def as_graph_store(graph: GraphStore | nx.Graph) -> GraphStore:
     if isinstance(graph, GraphStore):
         return graph
     raise TypeError(f"expected a networkx graph or a pathrag.GraphStore, got {type(graph).__name__}")
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Replace ``path`` with ``text`` so that a crash leaves either the old or the new file, never half.
-
-    The new file is on disk before it takes the old one's name, and the rename is on disk before this
-    returns (the file and its directory are fsynced). It gets the mode a new file gets (0644 under the usual
-    umask 022), not a temporary file's 0600: results written here are for other users to read too.
-
-    >>> import tempfile, pathlib
-    >>> target = pathlib.Path(tempfile.mkdtemp()) / "notes.txt"
-    >>> atomic_write_text(target, "new"); target.read_text()
-    'new'
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _new_temporary(path)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_directory(path.parent)
-
-
-def _new_temporary(path: Path) -> tuple[int, str]:
-    """A new, empty file beside ``path``, opened for writing: ``(descriptor, name)``."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    while True:
-        name = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            # mode 0666 lets the umask decide, as for any new file (mkstemp would force 0600)
-            return os.open(name, flags, 0o666), name
-        except FileExistsError:  # another writer's temporary: draw another name
-            continue
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a rename in ``directory`` durable; a no-op where directories cannot be opened (Windows)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # some file systems refuse fsync on a directory: the rename itself is done
-        pass
-    finally:
-        os.close(fd)
 
 
 def entity_from_attrs(name: Any, data: Mapping[str, Any]) -> Entity:

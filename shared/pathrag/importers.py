@@ -42,7 +42,7 @@ edge ``source_id``                  ``Relation.source_ids``
 ==================================  ====================================================================
 
 HippoRAG OpenIE JSON (``{"docs": [...]}`` or the list itself; one item per passage): ``passage`` (else
-``title`` + newline + ``text``, else ``text``) → one chunk whose id is :func:`pathrag.records.chunk_id` of
+``title`` + newline + ``text``, else ``text``) → one chunk whose id is :func:`pathrag.ids.chunk_id` of
 the text, cited by everything extracted from it; ``extracted_entities`` → entities (no type, no
 description); each ``extracted_triples`` row ``[subject, predicate, object]`` → a relation subject → object
 with keyword ``predicate`` and description ``"subject predicate object"`` (the triple read as a
@@ -52,7 +52,7 @@ LangChain graph documents (anything with ``.nodes``, ``.relationships`` and ``.s
 name, ``Node.type`` → type (the default ``Node`` → empty), ``properties["description"]`` → description;
 ``Relationship.type`` → a keyword, its ``properties["description"]`` / ``["weight"]`` → description /
 weight (default 1, so repeated relations count their mentions); ``source.page_content`` → one chunk whose
-id is :func:`pathrag.records.chunk_id` of the text, the source id of everything in that document.
+id is :func:`pathrag.ids.chunk_id` of the text, the source id of everything in that document.
 
 LlamaIndex property graph store (``get()`` and ``get_triplets(ids=...)``): ``EntityNode.name`` → name,
 ``label`` → type (the default ``entity`` → empty), ``properties["description"]`` (or
@@ -94,13 +94,14 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from ._sync import run_sync
 from .graph import GraphStore
-from .indexing import PathRAGIndex, aput_vectors, run_sync
+from .ids import chunk_id, entity_vector_id, relation_vector_id
+from .indexing import PathRAGIndex
 from .merging import join_descriptions, merge_records, relation_key
 from .models import Entity, Relation
 from .names import clean_description, normalize_name, normalize_type, split_keywords
-from .records import chunk_id
-from .vector_items import chunk_metadata, entity_vector_id, entity_vector_item, relation_vector_id, relation_vector_item
+from .vector_items import aput_vectors, chunk_metadata, entity_vector_item, relation_vector_item
 from .vectors import VectorIndex, VectorItem
 
 __all__ = ["ImportSummary", "import_graph_documents", "import_lightrag", "import_openie", "import_property_graph"]

@@ -13,7 +13,7 @@ records and each LLM answer the moment it arrives, so a re-run after a crash (ev
 re-extracts only chunks whose results were not saved; then plan the change against the committed state
 (merge, LLM summaries, embeddings) into a change set; then apply it at once, visible all at once or not
 at all. Where it lands is a backend's business (:mod:`pathrag.backend`): memory, or a directory holding
-one SQLite file (:mod:`pathrag.store`), where a change set is one short transaction and processes
+one SQLite file (:mod:`pathrag.sqlite`), where a change set is one short transaction and processes
 writing the same store extract side by side and take turns only to plan and apply. A directory in the
 older JSON format is migrated on first open.
 
@@ -22,7 +22,14 @@ older JSON format is migrated on first open.
 the change set of a commit in :mod:`pathrag.staging`, the LLM calls (cache, retries, concurrency, usage)
 in :mod:`pathrag.llm_calls`, the rebuild of entities, relations and their vectors from the chunk records
 in :mod:`pathrag.rebuild` (merged by :func:`pathrag.merging.merge_records`), and what gets embedded under
-which id in :mod:`pathrag.vector_items`.
+which id in :mod:`pathrag.vector_items`; the values it takes and returns (:class:`Document`,
+:class:`IndexConfig`, the summaries) are :mod:`pathrag.index_types`, its embedder stand-ins
+:mod:`pathrag.embedders`.
+
+Why this module is longer than the others (~800 lines): it is one class, :class:`PathRAGIndex`, whose
+methods are the steps of the one commit order (extract, plan, apply) and the public API over them, sync
+and async. Each step is already a short method calling the modules above; cutting the class in two would
+put one write's sequence in two files.
 
 >>> import asyncio
 >>> from pathrag import PathRAGIndex, HashingEmbedder
@@ -46,41 +53,34 @@ import json
 import logging
 import os
 import sys
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
+from ._sync import run_sync
 from ._version import __version__
 from .backend import IndexBackend, MemoryBackend, SQLiteBackend
+from .embedders import LazyEmbedder, MissingEmbedder, embedder_from_name, embedder_name_of
 from .errors import MissingEmbedderError
-from .extraction import ExtractionConfig, extract_records
+from .extraction import extract_records
 from .graph import GraphStore, NetworkXGraphStore
+from .ids import chunk_id, digest, entity_vector_id, record_chunk_id, relation_vector_id
+from .index_types import ChunkFailure, DeleteSummary, Document, IndexConfig, InsertSummary, as_documents
+from .legacy import legacy_files
 from .llm import LanguageModel, RememberingLanguageModel, as_language_model
 from .llm_calls import LLMCaller, OperationCalls
 from .merging import relation_key
 from .models import Entity, Relation
 from .names import check_name
 from .rebuild import Rebuilt, Summariser, rebuild, sync_chunk_vectors
-from .records import ChunkRecord, DocumentRecord, chunk_id, cited, digest
+from .records import ChunkRecord, DocumentRecord, cited
 from .retrieval import RetrievalResult, aretrieve, retrieve
+from .sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, store_exists, write_snapshot
 from .staging import Staged
-from .store import (
-    STORE_FILE,
-    SQLiteGraphStore,
-    SQLiteStore,
-    SQLiteVectorIndex,
-    legacy_files,
-    store_exists,
-    write_snapshot,
-)
-from .tokens import TokenCounter
-from .vector_items import entity_vector_id, entity_vector_item, relation_vector_id, relation_vector_item
+from .vector_items import aput_vectors, entity_vector_item, relation_vector_item
 from .vectors import Embedder, InMemoryVectorIndex, VectorIndex, VectorItem
 
 __all__ = [
@@ -111,191 +111,6 @@ STATE_FILE = STORE_FILE  # the file whose presence says "an index lives here"
 PATHRAG_VERSION = __version__  # the distribution's version, written in _version.py
 
 
-def embedder_name_of(embedder: Embedder | None) -> str | None:
-    """The name a store records for its embedder: ``hashing-<dim>`` for :class:`HashingEmbedder`,
-    else the embedder's ``name`` attribute if it has one (``None``: not recorded, not checked)."""
-    from .vectors import HashingEmbedder
-
-    if isinstance(embedder, HashingEmbedder):
-        return f"hashing-{embedder.dimensions}"
-    name = getattr(embedder, "name", None)
-    return name if isinstance(name, str) and name else None
-
-
-def embedder_from_name(name: str | None) -> Embedder | None:
-    """The embedder a recorded name stands for, when the core can make it (``hashing-<dim>``), else ``None``.
-
-    >>> embedder_from_name("hashing-64").dimensions, embedder_from_name("openai:text-embedding-3-small")
-    (64, None)
-    """
-    from .vectors import HashingEmbedder
-
-    dimensions = (name or "").removeprefix("hashing-")
-    if name and name.startswith("hashing-") and dimensions.isdigit() and int(dimensions) >= 8:
-        return HashingEmbedder(int(dimensions))
-    return None
-
-
-class LazyEmbedder(Embedder):
-    """The embedder ``make()`` returns, made on first use (``name``: what the store records for it).
-
-    A store whose embeddings need credentials then opens without them: only a query or a write that embeds
-    makes the embedder, and ``make``'s error (a missing key, say) is raised there, before a write changes
-    anything (see :meth:`PathRAGIndex.insert`).
-
-    >>> from pathrag import HashingEmbedder
-    >>> lazy = LazyEmbedder(lambda: HashingEmbedder(8), "hashing-8")
-    >>> len(lazy.embed(["a harbour"])[0]), embedder_name_of(lazy)
-    (8, 'hashing-8')
-    """
-
-    def __init__(self, make: Callable[[], Embedder], name: str | None = None) -> None:
-        self.name = name
-        self._make = make
-        self._made: Embedder | None = None
-        self._making = threading.Lock()
-
-    def ready(self) -> Embedder:
-        """The embedder, made now if it was not yet (raises what ``make()`` raises)."""
-        with self._making:
-            if self._made is None:
-                self._made = self._make()
-            return self._made
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """The made embedder's vectors."""
-        return self.ready().embed(texts)
-
-    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Async twin of :meth:`embed`."""
-        return await self.ready().aembed(texts)
-
-
-class MissingEmbedder(LazyEmbedder):
-    """Stands in for the embedder a store records but the core cannot make (an endpoint's, say): reads that
-    embed nothing work (stats, check, documents, a delete that re-embeds nothing); every embed call raises
-    :class:`MissingEmbedderError` naming the recorded embedder.
-
-    >>> try:
-    ...     MissingEmbedder("openai:text-embedding-3-small", "kb").embed(["x"])
-    ... except MissingEmbedderError as exc:
-    ...     print(str(exc).split(": ")[0])
-    the store kb was built with the embeddings 'openai:text-embedding-3-small', which pathrag cannot make
-    """
-
-    def __init__(self, name: str | None, directory: str | os.PathLike[str]) -> None:
-        super().__init__(self._fail, name)
-        self.directory = Path(directory)
-
-    def _fail(self) -> Embedder:
-        if self.name is None:
-            said = f"the store {self.directory} does not record which embeddings built it"
-        else:
-            said = f"the store {self.directory} was built with the embeddings {self.name!r}, which pathrag cannot make"
-        raise MissingEmbedderError(
-            f"{said}: to embed (query or add), open it with embedder= the same embeddings",
-            directory=self.directory,
-            recorded=self.name,
-        )
-
-
-class Document(BaseModel):
-    """A document to index: its text, or its chunks already split (the adapters use their splitters).
-
-    Without ``chunks`` the whole text is one chunk. Without ``id`` the id is a hash of the content.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    text: str = ""
-    id: str | None = None
-    chunks: tuple[str, ...] | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    def chunk_texts(self) -> list[str]:
-        """The texts to index: ``chunks`` if given, else the whole ``text``; blank ones are dropped."""
-        texts = self.chunks if self.chunks is not None else (self.text,)
-        return [t for t in texts if t.strip()]
-
-    def content_hash(self) -> str:
-        """A hash of :meth:`chunk_texts`: the default id, and how a changed document is noticed."""
-        return digest(*self.chunk_texts())
-
-
-@dataclass(frozen=True)
-class IndexConfig:
-    """Knobs of the pipeline. The defaults follow the paper and the reference implementation."""
-
-    extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
-    max_concurrency: int = 8
-    max_attempts: int = 4
-    retry_initial_wait: float = 1.0
-    retry_max_wait: float = 30.0
-    cache: bool = True
-    summary_threshold_tokens: int = 500
-    summary_max_words: int = 150
-    directed_relations: bool = False
-    show_progress: bool = False
-    token_counter: TokenCounter | None = None
-    lock_timeout: float = 0.0
-    """Seconds a write waits for its turn when another process writes the same directory. 0: refused at once
-    while another process writes. Otherwise the writes extract side by side and take turns to apply."""
-
-    def __post_init__(self) -> None:
-        if self.max_concurrency < 1 or self.max_attempts < 1:
-            raise ValueError("max_concurrency and max_attempts must be at least 1")
-
-
-@dataclass(frozen=True)
-class ChunkFailure:
-    """A chunk whose extraction failed: its id, the documents it belongs to, and the error."""
-
-    chunk_id: str
-    document_ids: tuple[str, ...]
-    error: str
-
-
-@dataclass
-class InsertSummary:
-    """What an insert did and cost."""
-
-    documents: int = 0
-    unchanged: int = 0
-    chunks: int = 0
-    chunks_extracted: int = 0
-    entities: int = 0
-    relations: int = 0
-    llm_calls: int = 0
-    cache_hits: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    failures: list[ChunkFailure] = field(default_factory=list)
-    removed: int = 0
-    """Known documents given again with no text: removed, as :meth:`PathRAGIndex.delete` would."""
-    replaced: list[str] = field(default_factory=list)
-    """Ids of documents the index already held that got new content (counted in ``documents`` too)."""
-
-    @property
-    def tokens(self) -> int:
-        """Prompt and completion tokens together."""
-        return self.prompt_tokens + self.completion_tokens
-
-
-@dataclass
-class DeleteSummary:
-    """What a delete did: documents removed (and ids not found), chunks released, entities and
-    relations removed or rebuilt, and the LLM calls it made (summaries of what was rebuilt)."""
-
-    documents: int = 0
-    missing: list[str] = field(default_factory=list)
-    chunks: int = 0
-    entities_removed: int = 0
-    relations_removed: int = 0
-    entities_updated: int = 0
-    relations_updated: int = 0
-    llm_calls: int = 0
-
-
 class PathRAGIndex:
     """A PathRAG knowledge-graph index, optionally persisted under ``directory``.
 
@@ -303,7 +118,7 @@ class PathRAGIndex:
     sync or async). ``embedder`` feeds the default in-memory vector indexes; pass ``entity_index``,
     ``relation_index`` and ``chunk_index`` to use other vector stores, and ``graph`` for another
     graph store. With a ``directory``, everything lives in its ``pathrag.sqlite`` (see
-    :mod:`pathrag.store`), opened lazily: a retrieval reads only what it needs. The store records the
+    :mod:`pathrag.sqlite`), opened lazily: a retrieval reads only what it needs. The store records the
     embedder's name (``embedder_name``, by default derived from the embedder) and refuses another one.
 
     An existing store opens without ``embedder``: with the one it records when the core can make it
@@ -466,7 +281,7 @@ class PathRAGIndex:
         """One write of this index at a time: per event loop (the operation lock), across threads (each sync
         call runs its own loop) and, for a directory, announced to other processes: with ``lock_timeout``
         0 it is refused at once while another process writes; otherwise they extract side by side and take
-        turns to plan and apply (see :meth:`pathrag.store.WriterLock.abegin`)."""
+        turns to plan and apply (see :meth:`pathrag.sqlite.WriterLock.abegin`)."""
         async with self._operation_lock(), self._backend.writing(self.config.lock_timeout):
             yield
 
@@ -488,7 +303,7 @@ class PathRAGIndex:
     async def ainsert(self, documents: Iterable[Document | str]) -> InsertSummary:
         """Index new or changed documents; unchanged ones cost nothing. See the module docstring."""
         async with self._writing():
-            return await self._insert(_as_documents(documents))
+            return await self._insert(as_documents(documents))
 
     def insert(self, documents: Iterable[Document | str]) -> InsertSummary:
         """Sync twin of :meth:`ainsert` (safe to call from inside a running event loop)."""
@@ -562,7 +377,7 @@ class PathRAGIndex:
                 return InsertSummary(unchanged=1)
             self._check_writable()
             released = self._records.unref(document_id, old.chunks) if old is not None else set()
-            cid = f"records-{content}"
+            cid = record_chunk_id(content)
             self._records.store_chunk(cid, "", entity_rows, relation_rows)
             self._records.claim(cid, document_id, 0)
             self._records.set_document(document_id, DocumentRecord(content, [cid], {"records": True}, []))
@@ -1003,81 +818,3 @@ class PathRAGIndex:
     def _embedder_name(self) -> str | None:
         index = self.entity_index
         return embedder_name_of(index.embedder) if isinstance(index, InMemoryVectorIndex) else None
-
-
-def _as_documents(documents: Iterable[Document | str]) -> list[Document]:
-    if isinstance(documents, (str, Document)):
-        documents = [documents]
-    out = []
-    for doc in documents:
-        if isinstance(doc, str):
-            doc = Document(text=doc)
-        elif not isinstance(doc, Document):
-            raise TypeError(f"expected pathrag.Document or str, got {type(doc).__name__}")
-        try:
-            json.dumps(doc.metadata)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"document metadata must be JSON-serialisable: {exc}") from exc
-        if doc.chunk_texts() or doc.id is not None:  # an emptied document with an id removes it
-            out.append(doc)
-    return out
-
-
-VECTOR_BATCH = 256
-"""Items per vector upsert: keeps each embedding request a sensible size."""
-
-
-async def aput_vectors(
-    index: VectorIndex,
-    items: Sequence[VectorItem],
-    vectors: Mapping[str, Sequence[float] | np.ndarray] | None = None,
-) -> int:
-    """Upsert ``items``: those with a vector in ``vectors`` stored as given (no embedding), the rest
-    embedded, :data:`VECTOR_BATCH` at a time. Returns how many reused a vector.
-
-    >>> from pathrag import HashingEmbedder, InMemoryVectorIndex
-    >>> index = InMemoryVectorIndex(HashingEmbedder(8))
-    >>> asyncio.run(aput_vectors(index, [VectorItem("a", "x"), VectorItem("b", "y")], {"a": [1.0] * 8}))
-    1
-
-    Raises:
-        TypeError: ``vectors`` for an index without ``upsert_vectors``.
-    """
-    vectors = vectors or {}
-    known = [item for item in items if item.id in vectors]
-    fresh = [item for item in items if item.id not in vectors]
-    if known and not hasattr(index, "upsert_vectors"):
-        raise TypeError(f"reusing vectors needs a vector index with upsert_vectors(), not {type(index).__name__}")
-    for start in range(0, len(known), VECTOR_BATCH):
-        batch = known[start : start + VECTOR_BATCH]
-        index.upsert_vectors(batch, [list(map(float, vectors[item.id])) for item in batch])  # type: ignore[attr-defined]
-    for start in range(0, len(fresh), VECTOR_BATCH):
-        await index.aupsert(fresh[start : start + VECTOR_BATCH])
-    return len(known)
-
-
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine from sync code: directly when no loop is running, else on a private thread.
-
-    Library code must never call ``asyncio.run`` inside a caller's running loop (it raises), and
-    blocking that loop would deadlock on work scheduled in it.
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    values: list[T] = []
-    errors: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            values.append(asyncio.run(coro))
-        except BaseException as exc:  # re-raised in the caller's thread
-            errors.append(exc)
-
-    worker = threading.Thread(target=target, name="pathrag-sync")
-    worker.start()
-    worker.join()
-    if errors:
-        raise errors[0]
-    return values[0]

@@ -18,12 +18,13 @@ by running the coroutine (on a private thread when an event loop is already runn
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from typing_extensions import override
+
+from ._sync import run_sync
 
 __all__ = ["LanguageModel", "CallableLanguageModel", "as_language_model", "complete_sync"]
 
@@ -57,7 +58,7 @@ class CallableLanguageModel(LanguageModel):
     def complete(self, prompt: str) -> str:
         """Call the function; an async one is run to completion (sync callers get its answer)."""
         if self._is_async:
-            return str(_run_coroutine(self._func(prompt)))  # type: ignore[arg-type]
+            return str(run_sync(self._func(prompt)))  # type: ignore[arg-type]
         return str(self._func(prompt))
 
     @override
@@ -125,15 +126,4 @@ def complete_sync(model: LanguageModel | Callable[[str], str] | Callable[[str], 
     try:
         return llm.complete(prompt)
     except NotImplementedError:
-        return str(_run_coroutine(llm.acomplete(prompt)))
-
-
-def _run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` from sync code: with ``asyncio.run`` when no loop is running in this thread, else on a
-    private thread with its own loop (``asyncio.run`` cannot be called inside a running loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="pathrag-llm") as pool:
-        return pool.submit(asyncio.run, coro).result()
+        return str(run_sync(llm.acomplete(prompt)))

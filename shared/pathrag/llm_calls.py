@@ -13,8 +13,9 @@ import functools
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
+from .ids import digest
 from .llm import LanguageModel
-from .records import StringTable, digest
+from .records import StringTable
 from .tokens import TokenCounter, count_tokens
 
 __all__ = ["LLMCaller", "OperationCalls", "cache_key"]

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .graph import GraphStore
+from .ids import digest, entity_vector_id, relation_vector_id
 from .merging import merge_records, relation_key
 from .models import Entity, Relation
 from .prompts import build_summary_prompt
-from .records import RecordTables, StringTable, cited, digest
+from .records import RecordTables, StringTable, cited
 from .tokens import TokenCounter, count_tokens
-from .vector_items import chunk_metadata, entity_vector_id, entity_vector_item, relation_vector_id, relation_vector_item
+from .vector_items import chunk_metadata, entity_vector_item, relation_vector_item
 from .vectors import VectorIndex, VectorItem
 
 __all__ = ["Rebuilt", "Summariser", "rebuild", "sync_chunk_vectors"]

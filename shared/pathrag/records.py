@@ -3,7 +3,7 @@
 A :class:`DocumentRecord` says which chunks a document is made of; a :class:`ChunkRecord` holds a
 chunk's text, the entity and relation records extracted from it, and which documents claim it
 (``refs``). The document rows are the commit record: a chunk is live while some document claims it.
-:class:`RecordTables` keeps both tables (a dict in memory, or rows of a :class:`~pathrag.store.SQLiteStore`
+:class:`RecordTables` keeps both tables (a dict in memory, or rows of a :class:`~pathrag.sqlite.SQLiteStore`
 fetched on first use: :class:`MemoryRecordTables`, :class:`SQLiteRecordTables`) together with the entity
 names each chunk mentions, and writes every change the way a crash-safe commit needs it (see
 :mod:`pathrag.backend`). :class:`StringTable` is the key -> text table of the LLM answer cache and the
@@ -13,7 +13,6 @@ summaries.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field, replace
@@ -21,7 +20,9 @@ from typing import Any, TypeVar
 
 from typing_extensions import override
 
-from .store import SQLiteStore, dumps, mentioned_names, pack_records, pack_text, unpack_records, unpack_text
+from .ids import RECORD_CHUNK_LIKE, is_record_chunk
+from .sqlite.codec import dumps, mentioned_names, pack_records, pack_text, unpack_records, unpack_text
+from .sqlite.store import SQLiteStore
 
 __all__ = [
     "ChunkRecord",
@@ -32,22 +33,10 @@ __all__ = [
     "SQLiteRecordTables",
     "SQLiteStringTable",
     "StringTable",
-    "chunk_id",
     "cited",
-    "digest",
 ]
 
 V = TypeVar("V")
-
-
-def digest(*parts: str) -> str:
-    """A short content hash of ``parts`` (the ids of chunks, documents, cache entries and vectors)."""
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
-
-
-def chunk_id(text: str) -> str:
-    """Content id of a chunk: the same text always gets the same id."""
-    return f"chunk-{digest(text)}"
 
 
 @dataclass
@@ -355,7 +344,7 @@ class MemoryRecordTables(RecordTables):
         return set().union(*(self._mentions.get(n, ()) for n in names))
 
     def _record_chunk_ids(self) -> list[str]:
-        return [cid for cid in self.chunks if cid.startswith("records-")]
+        return [cid for cid in self.chunks if is_record_chunk(cid)]
 
     @override
     def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
@@ -449,7 +438,7 @@ class SQLiteRecordTables(RecordTables):
         }
 
     def _record_chunk_ids(self) -> list[str]:
-        return [row[0] for row in self._store.wread("SELECT id FROM chunks WHERE id LIKE 'records-%'")]
+        return [row[0] for row in self._store.wread(f"SELECT id FROM chunks WHERE id LIKE '{RECORD_CHUNK_LIKE}'")]
 
     @override
     def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:

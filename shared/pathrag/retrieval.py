@@ -45,16 +45,16 @@ empty result.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .context import path_lookups, path_names, path_pairs, path_relations, render_chain, render_entity, render_path
 from .graph import GraphStore
+from .ids import retrieved_item_id
 from .linking import linked_names, name_spans
 from .llm import LanguageModel, as_language_model, complete_sync
 from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
@@ -169,10 +169,6 @@ def pick_seeds(hit_lists: Sequence[Sequence[VectorHit]], num_seeds: int, first: 
     return list(seeds)[:num_seeds]
 
 
-def _item_id(kind: str, parts: Iterable[str]) -> str:
-    return f"{kind}-" + hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:24]
-
-
 def _paper_path_items(
     paths: Sequence[ScoredPath],
     entities: Mapping[str, Entity],
@@ -190,7 +186,9 @@ def _paper_path_items(
         for relation in hops:
             sources.update(dict.fromkeys(relation.source_ids if relation else ()))
         text = render_chain(names, hops) if as_chains else render_path(path, entities, relations)
-        items.append(RetrievedItem("path", _item_id("path", names), text, path.score, names, tuple(sources), path))
+        items.append(
+            RetrievedItem("path", retrieved_item_id("path", names), text, path.score, names, tuple(sources), path)
+        )
     return items
 
 
@@ -199,7 +197,7 @@ def _chain_items(chains: Sequence[Chain]) -> list[RetrievedItem]:
     return [
         RetrievedItem(
             "path",
-            _item_id("path", chain.nodes),
+            retrieved_item_id("path", chain.nodes),
             render_chain(chain.nodes, chain.relations),
             chain.score,
             tuple(chain.nodes),
@@ -224,7 +222,12 @@ def _fill(
         entity = entities[name]
         fill.append(
             RetrievedItem(
-                "entity", _item_id("entity", [name]), render_entity(name, entity), 0.0, (name,), entity.source_ids
+                "entity",
+                retrieved_item_id("entity", [name]),
+                render_entity(name, entity),
+                0.0,
+                (name,),
+                entity.source_ids,
             )
         )
     return fill

@@ -1,11 +1,12 @@
-"""Crash-safe files: whole-file snapshots and append-only journals.
+"""Crash-safe files: the one atomic whole-file write, and append-only journals.
 
-An index directory no longer uses them (see :mod:`pathrag.store`); they read the older JSON format when
-:func:`pathrag.store.migrate_json_store` migrates it, and remain for anyone writing such files.
+An index directory keeps its state in SQLite (see :mod:`pathrag.sqlite`); these are for the other files:
+the evaluation's journals and reports, a saved :class:`~pathrag.NetworkXGraphStore` or in-memory vector
+index, and the older JSON format (see :mod:`pathrag.legacy`).
 
-A snapshot is replaced atomically (see :func:`pathrag.graph.atomic_write_text`). A journal gets one
-JSON line per record, flushed as soon as it is written, so a process killed at any moment loses at
-most the line it was writing; :meth:`Journal.read` skips such a torn line.
+:func:`atomic_write_text` replaces a file so that a crash leaves the old or the new one, never half. A
+journal gets one JSON line per record, flushed as soon as it is written, so a process killed at any moment
+loses at most the line it was writing; :meth:`Journal.read` skips such a torn line.
 
 >>> import tempfile, pathlib
 >>> journal = Journal(pathlib.Path(tempfile.mkdtemp()) / "log.jsonl")
@@ -19,13 +20,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from .graph import atomic_write_text
-
-__all__ = ["Journal", "read_json", "write_json"]
+__all__ = ["Journal", "atomic_write_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,17 +75,54 @@ class Journal:
             self._handle = None
 
 
-def read_json(path: str | os.PathLike[str], default: Any) -> Any:
-    """Load a JSON snapshot, or ``default`` when there is none; a damaged file is a clear error."""
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Replace ``path`` with ``text`` so that a crash leaves either the old or the new file, never half.
+
+    The new file is on disk before it takes the old one's name, and the rename is on disk before this
+    returns (the file and its directory are fsynced). It gets the mode a new file gets (0644 under the usual
+    umask 022), not a temporary file's 0600: results written here are for other users to read too.
+
+    >>> import tempfile, pathlib
+    >>> target = pathlib.Path(tempfile.mkdtemp()) / "notes.txt"
+    >>> atomic_write_text(target, "new"); target.read_text()
+    'new'
+    """
     path = Path(path)
-    if not path.exists():
-        return default
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _new_temporary(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"cannot read {path}: {exc}") from exc
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
 
 
-def write_json(path: str | os.PathLike[str], data: Any) -> None:
-    """Write a JSON snapshot atomically."""
-    atomic_write_text(path, json.dumps(data, ensure_ascii=False, sort_keys=True))
+def _new_temporary(path: Path) -> tuple[int, str]:
+    """A new, empty file beside ``path``, opened for writing: ``(descriptor, name)``."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    while True:
+        name = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            # mode 0666 lets the umask decide, as for any new file (mkstemp would force 0600)
+            return os.open(name, flags, 0o666), name
+        except FileExistsError:  # another writer's temporary: draw another name
+            continue
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make a rename in ``directory`` durable; a no-op where directories cannot be opened (Windows)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems refuse fsync on a directory: the rename itself is done
+        pass
+    finally:
+        os.close(fd)

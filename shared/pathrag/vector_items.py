@@ -1,4 +1,5 @@
-"""What the index embeds for each entity, relation and chunk, and under which vector id.
+"""What the index embeds for each entity, relation and chunk, under which vector id (made by
+:mod:`pathrag.ids`), and how items are put into a vector index (:func:`aput_vectors`, reusing given vectors).
 
 The index and the importers write the same items, so an imported graph is searched exactly as an
 extracted one.
@@ -6,25 +7,17 @@ extracted one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
+from .ids import entity_vector_id, relation_vector_id
 from .merging import relation_key
 from .models import Entity, Relation
-from .records import digest
-from .vectors import VectorItem
+from .vectors import VectorIndex, VectorItem
 
-__all__ = ["chunk_metadata", "entity_vector_id", "entity_vector_item", "relation_vector_id", "relation_vector_item"]
-
-
-def entity_vector_id(name: str) -> str:
-    """The vector id of the entity named ``name``."""
-    return f"ent-{digest(name)}"
-
-
-def relation_vector_id(key: tuple[str, str]) -> str:
-    """The vector id of the relation whose :func:`~pathrag.merging.relation_key` is ``key``."""
-    return f"rel-{digest(*key)}"
+__all__ = ["VECTOR_BATCH", "aput_vectors", "chunk_metadata", "entity_vector_item", "relation_vector_item"]
 
 
 def chunk_metadata(cid: str, entities: Iterable[str]) -> dict[str, Any]:
@@ -48,3 +41,37 @@ def relation_vector_item(relation: Relation, *, directed: bool = False) -> Vecto
         text.strip(),
         {"source": relation.source, "target": relation.target},
     )
+
+
+VECTOR_BATCH = 256
+"""Items per vector upsert: keeps each embedding request a sensible size."""
+
+
+async def aput_vectors(
+    index: VectorIndex,
+    items: Sequence[VectorItem],
+    vectors: Mapping[str, Sequence[float] | np.ndarray] | None = None,
+) -> int:
+    """Upsert ``items``: those with a vector in ``vectors`` stored as given (no embedding), the rest
+    embedded, :data:`VECTOR_BATCH` at a time. Returns how many reused a vector.
+
+    >>> import asyncio
+    >>> from pathrag import HashingEmbedder, InMemoryVectorIndex
+    >>> index = InMemoryVectorIndex(HashingEmbedder(8))
+    >>> asyncio.run(aput_vectors(index, [VectorItem("a", "x"), VectorItem("b", "y")], {"a": [1.0] * 8}))
+    1
+
+    Raises:
+        TypeError: ``vectors`` for an index without ``upsert_vectors``.
+    """
+    vectors = vectors or {}
+    known = [item for item in items if item.id in vectors]
+    fresh = [item for item in items if item.id not in vectors]
+    if known and not hasattr(index, "upsert_vectors"):
+        raise TypeError(f"reusing vectors needs a vector index with upsert_vectors(), not {type(index).__name__}")
+    for start in range(0, len(known), VECTOR_BATCH):
+        batch = known[start : start + VECTOR_BATCH]
+        index.upsert_vectors(batch, [list(map(float, vectors[item.id])) for item in batch])  # type: ignore[attr-defined]
+    for start in range(0, len(fresh), VECTOR_BATCH):
+        await index.aupsert(fresh[start : start + VECTOR_BATCH])
+    return len(known)

@@ -2,7 +2,7 @@
 
 The adapters implement :class:`VectorIndex` with their framework's vector stores. The core ships
 :class:`InMemoryVectorIndex` (exact cosine search with numpy; an index directory keeps its vectors in
-the SQLite store instead, see :class:`pathrag.store.SQLiteVectorIndex`) and
+the SQLite store instead, see :class:`pathrag.sqlite.SQLiteVectorIndex`) and
 :class:`HashingEmbedder`, a deterministic bag-of-words embedder that needs no model (good for tests
 and demos; use a real embedding model for real retrieval).
 
@@ -27,7 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from typing_extensions import override
 
-from .graph import atomic_write_text
+from .storage import atomic_write_text
 
 __all__ = ["Embedder", "HashingEmbedder", "InMemoryVectorIndex", "VectorHit", "VectorIndex", "VectorItem"]
 

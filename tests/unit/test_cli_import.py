@@ -18,7 +18,7 @@ from langchain_pathrag.cli import app
 from langchain_pathrag.cli.imports import read_graph_documents
 from pathrag import HashingEmbedder
 from pathrag.demo import demo_data
-from pathrag.store import STORE_FILE, read_store_info
+from pathrag.sqlite import STORE_FILE, read_store_info
 
 from ..langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from langchain_pathrag.cli import app
 
 PROVIDERS = ("langchain_openai", "langchain_core")
-CORE = ("pathrag.evaluation", "pathrag.indexing", "pathrag.store", "numpy", "networkx")
+CORE = ("pathrag.evaluation", "pathrag.indexing", "pathrag.sqlite", "numpy", "networkx")
 
 
 def modules_after(commands: list[list[str]], *, key: bool) -> set[str]:

@@ -2,7 +2,7 @@
 right after their k-th write, for every k. The reopened store must equal the state before or after the
 operation, re-running it must give the store an uninterrupted run gives, and no LLM answer is paid twice.
 
-The kills are real: each trial forks a child process that sets :data:`pathrag.store.crash_after_write`
+The kills are real: each trial forks a child process that sets :data:`pathrag.sqlite.store.crash_after_write`
 and dies by SIGKILL; one more trial goes through a fresh interpreter and the ``PATHRAG_CRASH_AFTER_WRITE``
 environment variable.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-import pathrag.store as store_module
+import pathrag.sqlite.store as store_module
 from pathrag import Document, Entity, HashingEmbedder, IndexConfig, PathRAGIndex, Relation
 from pathrag.llm_calls import cache_key
 

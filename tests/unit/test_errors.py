@@ -12,7 +12,7 @@ from langchain_pathrag.cli.store import check_embeddings, locked_error
 from pathrag import HashingEmbedder, PathRAGIndex
 from pathrag.errors import EmbedderMismatch, MissingEmbedderError, StoreError, StoreFormatError, StoreLocked
 from pathrag.indexing import MissingEmbedder
-from pathrag.store import FORMAT_VERSION, SQLiteStore, WriterLock, write_store_info
+from pathrag.sqlite import FORMAT_VERSION, SQLiteStore, WriterLock, write_store_info
 
 
 def test_a_held_lock_is_store_locked_with_the_directory_holder_and_wait(tmp_path: Path) -> None:

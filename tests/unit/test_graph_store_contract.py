@@ -12,7 +12,7 @@ import pytest
 pytest.register_assert_rewrite("pathrag.testing")  # before the import: detailed assertion messages
 
 from pathrag import BaseGraphStore, Entity, NetworkXGraphStore, Relation  # noqa: E402
-from pathrag.store import SQLiteGraphStore, SQLiteStore  # noqa: E402
+from pathrag.sqlite import SQLiteGraphStore, SQLiteStore  # noqa: E402
 from pathrag.testing import GraphStoreContract  # noqa: E402
 
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from pathrag import Document, Entity, HashingEmbedder, IndexConfig, PathRAGIndex, Relation, find_key_paths
 from pathrag.extraction import ExtractionConfig
 from pathrag.indexing import chunk_id
-from pathrag.store import unpack_records
+from pathrag.sqlite import unpack_records
 
 from ..fakes import Crash, ScriptedLLM
 

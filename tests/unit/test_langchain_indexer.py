@@ -22,7 +22,7 @@ from langchain_pathrag import (
 )
 from langchain_pathrag.indexer import STORE_FILES
 from pathrag import HashingEmbedder, IndexConfig, VectorItem
-from pathrag.store import read_store_info
+from pathrag.sqlite import read_store_info
 
 from ..langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings
 

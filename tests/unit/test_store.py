@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pathrag import Document, Entity, HashingEmbedder, IndexConfig, PathRAGIndex, Relation
-from pathrag.store import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, read_store_info
+from pathrag.sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, read_store_info
 
 from ..fakes import ScriptedLLM
 
@@ -77,7 +77,7 @@ def legacy(tmp_path: Path) -> Path:
 
 
 def test_a_json_store_is_migrated_once_and_loses_nothing(legacy: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="pathrag.store"):
+    with caplog.at_level(logging.WARNING, logger="pathrag.legacy"):
         index = open_index(legacy)
     messages = [r.getMessage() for r in caplog.records if "migrated" in r.getMessage()]
     assert len(messages) == 1 and "\n" not in messages[0] and str(legacy) in messages[0]
@@ -322,7 +322,7 @@ def test_a_format_1_store_is_upgraded_once_and_answers_the_same(tmp_path: Path, 
     db = to_format_1(tmp_path)
     assert db.execute("SELECT COUNT(text) FROM vectors WHERE space = 'chunks'").fetchone() == (4,)
 
-    with caplog.at_level(logging.INFO, logger="pathrag.store"):
+    with caplog.at_level(logging.INFO, logger="pathrag.sqlite.store"):
         upgraded = open_index(tmp_path, llm)
     assert [r.message for r in caplog.records if "format 2" in r.message]
     assert db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == ("2",)
@@ -334,7 +334,7 @@ def test_a_format_1_store_is_upgraded_once_and_answers_the_same(tmp_path: Path, 
     upgraded.insert(DOCS[2:])  # the plain-text answers of format 1 are still read
     assert llm.calls == calls
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="pathrag.store"):
+    with caplog.at_level(logging.INFO, logger="pathrag.sqlite.store"):
         open_index(tmp_path)
     assert not [r for r in caplog.records if "format 2" in r.message]  # once
 

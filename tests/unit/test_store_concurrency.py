@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex
-from pathrag.store import StoreError, StoreLocked
+from pathrag.sqlite import StoreError, StoreLocked
 
 from ..fakes import ScriptedLLM
 
@@ -39,7 +39,7 @@ def contents(index: PathRAGIndex) -> dict:
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from pathrag.store import WriterLock
+    from pathrag.sqlite import WriterLock
     lock = WriterLock(sys.argv[1])
     lock.acquire()
     print("locked", flush=True)
@@ -150,7 +150,7 @@ def test_the_command_line_refuses_or_waits_for_a_store_another_process_writes(tm
     finally:
         holder.kill()
         holder.wait()
-    from pathrag.store import read_store_info
+    from pathrag.sqlite import read_store_info
 
     index = PathRAGIndex(store, embedder=HashingEmbedder(256), embedder_name=read_store_info(store)["embedder"])
     # nothing lost, and each refused write went through once it waited

@@ -12,7 +12,7 @@ import pytest
 pytest.register_assert_rewrite("pathrag.testing")  # before the import: detailed assertion messages
 
 from pathrag import InMemoryVectorIndex, VectorItem  # noqa: E402
-from pathrag.store import SQLiteStore, SQLiteVectorIndex  # noqa: E402
+from pathrag.sqlite import SQLiteStore, SQLiteVectorIndex  # noqa: E402
 from pathrag.testing import CompassEmbedder, VectorIndexContract  # noqa: E402
 
 

@@ -23,11 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm.auto import tqdm
 
-from ..graph import atomic_write_text
-from ..indexing import run_sync
+from .._sync import run_sync
 from ..llm import LanguageModel, as_language_model
 from ..retrieval import RetrievalParams
-from ..storage import Journal
+from ..storage import Journal, atomic_write_text
 from ..tokens import TokenCounter
 from .answers import AnswerRecord, answer
 from .calls import ModelCalls, Pricing

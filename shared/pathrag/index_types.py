@@ -1,0 +1,134 @@
+"""The index's values: what it is given (:class:`Document`, :class:`IndexConfig`) and what a write
+answers (:class:`InsertSummary`, :class:`DeleteSummary`, :class:`ChunkFailure`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .extraction import ExtractionConfig
+from .ids import digest
+from .tokens import TokenCounter
+
+__all__ = ["ChunkFailure", "DeleteSummary", "Document", "IndexConfig", "InsertSummary", "as_documents"]
+
+
+class Document(BaseModel):
+    """A document to index: its text, or its chunks already split (the adapters use their splitters).
+
+    Without ``chunks`` the whole text is one chunk. Without ``id`` the id is a hash of the content.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str = ""
+    id: str | None = None
+    chunks: tuple[str, ...] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def chunk_texts(self) -> list[str]:
+        """The texts to index: ``chunks`` if given, else the whole ``text``; blank ones are dropped."""
+        texts = self.chunks if self.chunks is not None else (self.text,)
+        return [t for t in texts if t.strip()]
+
+    def content_hash(self) -> str:
+        """A hash of :meth:`chunk_texts`: the default id, and how a changed document is noticed."""
+        return digest(*self.chunk_texts())
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """Knobs of the pipeline. The defaults follow the paper and the reference implementation."""
+
+    extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
+    max_concurrency: int = 8
+    max_attempts: int = 4
+    retry_initial_wait: float = 1.0
+    retry_max_wait: float = 30.0
+    cache: bool = True
+    summary_threshold_tokens: int = 500
+    summary_max_words: int = 150
+    directed_relations: bool = False
+    show_progress: bool = False
+    token_counter: TokenCounter | None = None
+    lock_timeout: float = 0.0
+    """Seconds a write waits for its turn when another process writes the same directory. 0: refused at once
+    while another process writes. Otherwise the writes extract side by side and take turns to apply."""
+
+    def __post_init__(self) -> None:
+        if self.max_concurrency < 1 or self.max_attempts < 1:
+            raise ValueError("max_concurrency and max_attempts must be at least 1")
+
+
+@dataclass(frozen=True)
+class ChunkFailure:
+    """A chunk whose extraction failed: its id, the documents it belongs to, and the error."""
+
+    chunk_id: str
+    document_ids: tuple[str, ...]
+    error: str
+
+
+@dataclass
+class InsertSummary:
+    """What an insert did and cost."""
+
+    documents: int = 0
+    unchanged: int = 0
+    chunks: int = 0
+    chunks_extracted: int = 0
+    entities: int = 0
+    relations: int = 0
+    llm_calls: int = 0
+    cache_hits: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failures: list[ChunkFailure] = field(default_factory=list)
+    removed: int = 0
+    """Known documents given again with no text: removed, as :meth:`PathRAGIndex.delete` would."""
+    replaced: list[str] = field(default_factory=list)
+    """Ids of documents the index already held that got new content (counted in ``documents`` too)."""
+
+    @property
+    def tokens(self) -> int:
+        """Prompt and completion tokens together."""
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class DeleteSummary:
+    """What a delete did: documents removed (and ids not found), chunks released, entities and
+    relations removed or rebuilt, and the LLM calls it made (summaries of what was rebuilt)."""
+
+    documents: int = 0
+    missing: list[str] = field(default_factory=list)
+    chunks: int = 0
+    entities_removed: int = 0
+    relations_removed: int = 0
+    entities_updated: int = 0
+    relations_updated: int = 0
+    llm_calls: int = 0
+
+
+def as_documents(documents: Iterable[Document | str]) -> list[Document]:
+    """``documents`` (a document, a text, or several) as :class:`Document` objects, checked; documents with no
+    text and no id are dropped (one with an id but no text is kept: inserting it removes it)."""
+    if isinstance(documents, (str, Document)):
+        documents = [documents]
+    out = []
+    for doc in documents:
+        if isinstance(doc, str):
+            doc = Document(text=doc)
+        elif not isinstance(doc, Document):
+            raise TypeError(f"expected pathrag.Document or str, got {type(doc).__name__}")
+        try:
+            json.dumps(doc.metadata)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"document metadata must be JSON-serialisable: {exc}") from exc
+        if doc.chunk_texts() or doc.id is not None:  # an emptied document with an id removes it
+            out.append(doc)
+    return out

@@ -1,0 +1,392 @@
+"""The store's connections: :class:`SQLiteStore` (a writer and per-thread readers on one file, transactions,
+read snapshots, the ``meta`` table, the format upgrade) and the write-step counter of the crash tests.
+
+Crash testing: every statement the writer sends is a *write step*. With ``PATHRAG_CRASH_AFTER_WRITE=k``
+in the environment (or :data:`crash_after_write` of this module set), the process kills itself with SIGKILL
+right after its k-th write step, which lets a test stop a commit at each of its boundaries.
+
+>>> import tempfile
+>>> store = SQLiteStore(tempfile.mkdtemp())
+>>> with store.transaction():
+...     store.set_meta({"embedder": "hashing-256"})
+>>> store.meta()["embedder"]
+'hashing-256'
+>>> store.close()
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import os
+import signal
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from ..errors import StoreError, StoreFormatError
+from .schema import FORMAT, FORMAT_VERSION, SCHEMA, SCHEMA_VECTORS, STORE_FILE, STORED_TEXT
+from .wal import check_wal
+
+__all__ = [
+    "SQLiteStore",
+    "crash_after_write",
+    "read_store_info",
+    "store_exists",
+    "write_steps",
+    "write_store_info",
+]
+
+logger = logging.getLogger(__name__)
+
+_env_crash = os.environ.get("PATHRAG_CRASH_AFTER_WRITE", "").strip()
+crash_after_write: int | None = int(_env_crash) if _env_crash.isdigit() else None
+"""Test hook: kill this process (SIGKILL) right after this many write steps (``None``: never)."""
+write_steps = 0
+"""Write steps (SQL statements sent by writers) in this process so far; the crash tests count with it."""
+
+
+def _count_write_step() -> None:
+    global write_steps
+    write_steps += 1
+    if crash_after_write is not None and write_steps >= crash_after_write:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+_SNAPSHOTS: contextvars.ContextVar[Mapping[SQLiteStore, sqlite3.Connection]] = contextvars.ContextVar(
+    "pathrag_snapshots", default=MappingProxyType({})
+)
+"""The open read snapshot of each store, per thread and asyncio task (see :meth:`SQLiteStore.snapshot`)."""
+
+
+class SQLiteStore:
+    """One ``pathrag.sqlite`` in ``directory``: a writer connection and a reader connection.
+
+    The writer runs in autocommit mode except inside :meth:`transaction`; the reader only ever sees
+    committed state (WAL), so a retrieval running while a commit is being written answers from the state
+    before it. Both connections are guarded by locks, so threads may share one store object.
+    """
+
+    def __init__(self, directory: str | os.PathLike[str], *, create: bool = True) -> None:
+        self.directory = Path(directory)
+        self.path = self.directory / STORE_FILE
+        if not self.path.exists():
+            if not create:
+                raise StoreError(f"no pathrag store at {self.directory}")
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store directory {self.directory}: {exc}") from exc
+        self._writer: sqlite3.Connection | None = None
+        self._readers: list[sqlite3.Connection] = []  # one per thread (see _r)
+        self._local = threading.local()
+        self._idle: list[sqlite3.Connection] = []  # snapshot connections free for the next snapshot
+        self._wlock = threading.RLock()
+        self._rlock = threading.Lock()  # guards the list of readers only
+        self._depth = 0
+        check_wal(self.path)
+        try:
+            found = dict(self._w().execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"cannot open {self.path}: {exc} (restore it from a backup, or rebuild the store with a new directory)"
+            ) from exc
+        if found.get("format", FORMAT) != FORMAT or int(found.get("format_version", FORMAT_VERSION)) > FORMAT_VERSION:
+            raise StoreFormatError(self.path, (found.get("format"), found.get("format_version")), FORMAT_VERSION)
+        self.format_version = int(found.get("format_version", FORMAT_VERSION))
+        """The store's format as this object writes it (a store it could not upgrade stays at 1)."""
+        if "format" not in found:
+            self._w().executemany(
+                "INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                [("format", FORMAT), ("format_version", str(FORMAT_VERSION))],
+            )
+        elif self.format_version < 2:
+            self._upgrade_vectors()
+
+    def _upgrade_vectors(self) -> None:
+        """Format 1 -> 2, in one transaction: the vectors table without the copies of chunk texts (its
+        ``text`` may now be empty). A store that cannot be upgraded now (read-only, or another writer
+        holding it too long) stays at 1: every read works on both, and writes keep every text."""
+        try:
+            with self.transaction():
+                ((version,),) = self.wread("SELECT value FROM meta WHERE key = 'format_version'")
+                if int(version) >= 2:  # another process upgraded it meanwhile
+                    self.format_version = int(version)
+                    return
+                self.execute(SCHEMA_VECTORS.replace("vectors", "vectors_v2"))
+                self.execute(
+                    f"INSERT INTO vectors_v2 SELECT v.space, v.id, {STORED_TEXT}, v.metadata, v.vector FROM vectors v"
+                )
+                self.execute("DROP TABLE vectors")
+                self.execute("ALTER TABLE vectors_v2 RENAME TO vectors")
+                self.set_meta({"format_version": 2})
+                self.format_version = 2
+        except sqlite3.OperationalError as exc:
+            logger.info("%s stays in format 1 (%s)", self.path, exc)
+            return
+        if self.format_version == 2 and version == "1":
+            logger.info("%s: upgraded to store format 2 (chunk texts no longer stored twice)", self.path)
+
+    def _w(self) -> sqlite3.Connection:
+        """The writer connection, (re)opened on demand: a closed store reopens when used again."""
+        if self._writer is None:
+            self._writer = self._connect()
+            self._writer.executescript(SCHEMA)
+        return self._writer
+
+    def _r(self) -> sqlite3.Connection:
+        """The reader connection: the open :meth:`snapshot`'s of this thread or task, else this thread's."""
+        held = _SNAPSHOTS.get().get(self)
+        if held is not None:
+            return held
+        conn = getattr(self._local, "conn", None)
+        if conn is None or getattr(self._local, "store_generation", None) is not self._readers:
+            conn = self._reader()
+            self._local.conn, self._local.store_generation = conn, self._readers
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        conn = self._connect()
+        conn.execute("PRAGMA query_only = ON")
+        with self._rlock:
+            self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read inside sees one committed state (a read transaction), so that a retrieval running
+        while a commit lands answers wholly from the state before it or after it.
+
+        The snapshot belongs to the calling thread or asyncio task (a context variable), on a connection
+        of its own: overlapping tasks on one event loop each read their own state, and each snapshot ends
+        when its own block does. Nested snapshots of one thread or task share the outer one."""
+        if self in _SNAPSHOTS.get():
+            yield
+            return
+        with self._rlock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is None:
+            conn = self._reader()
+        generation = self._readers
+        conn.execute("BEGIN")
+        conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # the snapshot starts at the first read
+        token = _SNAPSHOTS.set({**_SNAPSHOTS.get(), self: conn})
+        try:
+            yield
+        finally:
+            _SNAPSHOTS.reset(token)
+            try:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+            except sqlite3.ProgrammingError:  # closed by close() meanwhile
+                pass
+            else:
+                with self._rlock:
+                    if generation is self._readers:  # not closed meanwhile
+                        self._idle.append(conn)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
+        # Only takes effect on a new file. Vectors are most of a store, and a page wastes what is left
+        # after the last whole row it holds: 32 KB pages hold several vectors of any common model
+        # (1-12 KB as float32), where 8 KB ones hold a single 6 KB vector (1536 dimensions) and waste 25 %.
+        conn.execute("PRAGMA page_size = 32768")
+        conn.execute("PRAGMA journal_mode = WAL")
+        # NORMAL in WAL mode: a commit survives the process being killed (the WAL is in the OS cache);
+        # only a power loss may drop the last commits, never corrupt the file.
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    # -- writing -----------------------------------------------------------------------------------
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One atomic commit; nested calls join the outer one. An exception rolls everything back."""
+        with self._wlock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self.execute("BEGIN IMMEDIATE")
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._depth = 0
+                self._w().execute("ROLLBACK")
+                raise
+            self._depth = 0
+            self.execute("COMMIT")
+
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a :meth:`transaction` is open."""
+        return self._depth > 0
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """One write step (outside a transaction it commits on its own: a journal record)."""
+        with self._wlock:
+            cursor = self._w().execute(sql, params)
+        _count_write_step()
+        return cursor
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """One write step running ``sql`` once per row (no rows: nothing is run)."""
+        rows = list(rows)
+        if not rows:
+            return
+        with self._wlock:
+            self._w().executemany(sql, rows)
+        _count_write_step()
+
+    def wread(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """A read by the writer: it sees the writer's own uncommitted changes."""
+        with self._wlock:
+            return self._w().execute(sql, params).fetchall()
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """A read of the last committed state (or of this thread's open :meth:`snapshot`)."""
+        return self._r().execute(sql, params).fetchall()
+
+    def stream(self, sql: str, params: Sequence[Any] = (), batch: int = 1000) -> Iterator[tuple[Any, ...]]:
+        """Rows of a read on this thread's reader, a batch at a time (inside a snapshot: of that state)."""
+        cursor = self._r().execute(sql, params)
+        while rows := cursor.fetchmany(batch):
+            yield from rows
+
+    def iread(self, sql: str, params: Sequence[Any] = (), batch: int = 2000) -> Iterator[tuple[Any, ...]]:
+        """Rows of a committed-state query, streamed in batches (one read transaction throughout)."""
+        conn = self._connect()  # its own connection: the shared reader stays free meanwhile
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            cursor = conn.execute(sql, params)
+            while rows := cursor.fetchmany(batch):
+                yield from rows
+        finally:
+            conn.close()
+
+    def counter(self, key: str) -> int:
+        """A change counter kept in ``meta``, as this thread's reader sees it."""
+        rows = self.read("SELECT value FROM meta WHERE key = ?", (key,))
+        return int(rows[0][0]) if rows else 0
+
+    def bump(self, key: str) -> None:
+        """Count a change (a write step of the open transaction, or its own)."""
+        self.execute(
+            "INSERT INTO meta VALUES (?, '1') ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1",
+            (key,),
+        )
+
+    # -- meta --------------------------------------------------------------------------------------
+
+    def meta(self) -> dict[str, str]:
+        """The ``meta`` table as a dict, read on the writer's connection."""
+        return dict(self.wread("SELECT key, value FROM meta"))
+
+    def set_meta(self, values: Mapping[str, Any]) -> None:
+        """Write ``values`` into the ``meta`` table (as strings), replacing the keys' old values."""
+        self.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, str(v)) for k, v in values.items()])
+
+    def check_dimension(self, dimension: int, found: set[int]) -> None:
+        """Record the vectors' dimension on first use; refuse vectors of another one."""
+        if len(found) > 1:
+            raise StoreError(f"the embedder returned vectors of different dimensions {sorted(found)}")
+        recorded = self.meta().get("dimension")
+        if recorded is None:
+            self.set_meta({"dimension": dimension})
+        elif int(recorded) != dimension:
+            raise StoreError(
+                f"the embedder gives {dimension}-dimensional vectors but {self.path} holds "
+                f"{recorded}-dimensional ones: open the store with the embedder it was built with"
+            )
+
+    def check_writable(self) -> None:
+        """Raise :class:`StoreError` now if a write would fail later (read-only file or directory)."""
+        problems = [p for p in (self.directory, self.path) if p.exists() and not os.access(p, os.W_OK)]
+        if problems:
+            raise StoreError(
+                f"the store {self.directory} cannot be written ({problems[0]} is read-only): "
+                "fix its permissions or use another directory"
+            )
+
+    def commit_count(self) -> int:
+        """How many commits the store has seen (any process): tells a writer its loaded tables are stale."""
+        rows = self.wread("SELECT value FROM meta WHERE key = 'commits'")
+        return int(rows[0][0]) if rows else 0
+
+    def count_commit(self) -> int:
+        """Inside a commit: count it, and return the new count."""
+        self.bump("commits")
+        return self.commit_count()
+
+    # -- whole-store copies ------------------------------------------------------------------------
+
+    def copy_to(self, directory: str | os.PathLike[str]) -> None:
+        """Write a consistent copy of the committed store into ``directory`` (replacing its store file)."""
+        target = Path(directory) / STORE_FILE
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{STORE_FILE}.tmp")
+        tmp.unlink(missing_ok=True)
+        dest = sqlite3.connect(tmp)
+        try:
+            self._r().backup(dest)
+        finally:
+            dest.close()
+        for suffix in ("-wal", "-shm"):
+            target.with_name(target.name + suffix).unlink(missing_ok=True)
+        os.replace(tmp, target)
+
+    def close(self) -> None:
+        """Close both connections (using the store again reopens them)."""
+        with self._wlock, self._rlock:
+            for conn in [*self._readers, self._writer]:
+                if conn is not None:
+                    conn.close()
+            self._writer = None
+            self._readers = []  # threads notice the new list and open a fresh reader
+            self._idle = []
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r})"
+
+
+def store_exists(directory: str | os.PathLike[str]) -> bool:
+    """Whether ``directory`` holds a store file."""
+    return (Path(directory) / STORE_FILE).exists()
+
+
+def read_store_info(directory: str | os.PathLike[str]) -> dict[str, str] | None:
+    """The ``meta`` table of the store in ``directory`` without opening it for writing (``None``: no store)."""
+    path = Path(directory) / STORE_FILE
+    if not path.exists():
+        return None
+    check_wal(path)  # a damaged WAL would read as an older (or empty) store
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+        try:
+            return dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"cannot read {path}: {exc} (restore it from a backup, or rebuild the store in a new directory)"
+        ) from exc
+
+
+def write_store_info(directory: str | os.PathLike[str], **values: Any) -> None:
+    """Record ``values`` in the store's ``meta`` table, creating the store if needed."""
+    store = SQLiteStore(directory)
+    try:
+        with store.transaction():
+            store.set_meta(values)
+    finally:
+        store.close()
