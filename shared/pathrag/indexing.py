@@ -126,6 +126,10 @@ class PathRAGIndex:
     reads that embed nothing work and a query or a write that must embed raises
     :class:`MissingEmbedderError` (a write before changing anything). Without a directory, or with one
     that holds no store yet, pass an embedder.
+
+    ``backend`` keeps the index somewhere else: an :class:`~pathrag.backend.IndexBackend` of your own
+    (one class; :class:`pathrag.testing.IndexBackendContract` is its test suite). By default it is the
+    SQLite store of ``directory``, or memory without one.
     """
 
     def __init__(
@@ -140,33 +144,24 @@ class PathRAGIndex:
         chunk_index: VectorIndex | None = None,
         config: IndexConfig | None = None,
         embedder_name: str | None = None,
+        backend: IndexBackend | None = None,
     ) -> None:
+        if backend is not None and directory is not None:
+            raise ValueError("pass a directory (the built-in SQLite store) or a backend, not both")
         self.config = config or IndexConfig()
-        self.directory = Path(directory) if directory is not None else None
         self.llm = as_language_model(llm) if llm is not None else None
         given = {"entities": entity_index, "relations": relation_index, "chunks": chunk_index}
         recorded = embedder is None and any(v is None for v in given.values())  # the store's own embedder
-        if recorded and (self.directory is None or not (store_exists(self.directory) or legacy_files(self.directory))):
-            raise ValueError(
-                "pass an embedder, or all three of entity_index, relation_index and chunk_index"
-                + (f" (no store in {self.directory} yet to take the embedder from)" if self.directory else "")
-            )
-        backend: IndexBackend = (
-            SQLiteBackend.open(
-                self.directory,
-                embedder=embedder_name or embedder_name_of(embedder),
-                vector_kind="external" if any(v is not None for v in given.values()) else "sqlite-exact",
-                directed_relations=self.config.directed_relations,
-            )
-            if self.directory is not None
-            else MemoryBackend()
-        )
+        if backend is None:
+            backend = self._builtin_backend(directory, recorded, embedder_name or embedder_name_of(embedder), given)
+        elif recorded and not (embedder_name or backend.meta().get("embedder")):
+            raise ValueError("pass an embedder, or all three of entity_index, relation_index and chunk_index")
+        self.directory = backend.directory
         self._backend = backend
         self._store = backend.store  # the store of a directory (None in memory)
         if recorded:  # an existing store opened without an embedder: the one it records
             name = embedder_name or backend.meta().get("embedder")
-            assert self.directory is not None  # checked above: only a store records an embedder
-            embedder = embedder_from_name(name) or MissingEmbedder(name, self.directory)
+            embedder = embedder_from_name(name) or MissingEmbedder(name, backend.directory or "(the backend)")
         self._embedder = embedder  # the embedder of the index's own vector indexes (if any)
         self.vector_indexes: dict[str, VectorIndex] = {}
         for name, index in given.items():
@@ -200,6 +195,30 @@ class PathRAGIndex:
             token_counter=config.token_counter,
         )
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+
+    def _builtin_backend(
+        self,
+        directory: str | os.PathLike[str] | None,
+        recorded: bool,
+        embedder_name: str | None,
+        given: Mapping[str, VectorIndex | None],
+    ) -> IndexBackend:
+        """The SQLite store of ``directory``, or memory without one (``recorded``: no embedder was given,
+        so the store must exist to say which embeddings it holds)."""
+        path = Path(directory) if directory is not None else None
+        if recorded and (path is None or not (store_exists(path) or legacy_files(path))):
+            raise ValueError(
+                "pass an embedder, or all three of entity_index, relation_index and chunk_index"
+                + (f" (no store in {path} yet to take the embedder from)" if path else "")
+            )
+        if path is None:
+            return MemoryBackend()
+        return SQLiteBackend.open(
+            path,
+            embedder=embedder_name,
+            vector_kind="external" if any(v is not None for v in given.values()) else "sqlite-exact",
+            directed_relations=self.config.directed_relations,
+        )
 
     # -- the document and chunk tables, loaded on first use ------------------------------------------
 
@@ -558,12 +577,16 @@ class PathRAGIndex:
         """Counts: ``documents`` (imports included), ``imports`` (documents made by :meth:`add_records`)
         and the ``records`` they hold, ``chunks`` (passages with text: the documents' chunks and the
         passages an importer put in the chunk index), ``entities`` and ``relations``."""
-        counts = self._backend.stats(self.chunk_index)
-        if isinstance(self.graph, NetworkXGraphStore):
-            counts.update(entities=len(self.graph.graph), relations=self.graph.graph.number_of_edges())
-        elif isinstance(self.graph, SQLiteGraphStore):
-            counts.update(entities=len(self.graph), relations=self.graph.number_of_relations())
-        return counts
+
+        def count(graph: GraphStore, indexes: Mapping[str, VectorIndex]) -> dict[str, int]:
+            counts = self._backend.stats(indexes["chunks"])
+            if isinstance(graph, NetworkXGraphStore):
+                counts.update(entities=len(graph.graph), relations=graph.graph.number_of_edges())
+            elif isinstance(graph, SQLiteGraphStore):
+                counts.update(entities=len(graph), relations=graph.number_of_relations())
+            return counts
+
+        return self.read_committed(count)  # one committed state: a commit landing meanwhile is not half-counted
 
     # -- insert ------------------------------------------------------------------------------------
 

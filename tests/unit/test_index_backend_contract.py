@@ -8,7 +8,7 @@ import pytest
 
 pytest.register_assert_rewrite("pathrag.testing")  # before the import: detailed assertion messages
 
-from pathrag import PathRAGIndex  # noqa: E402
+from pathrag import HashingEmbedder, PathRAGIndex  # noqa: E402
 from pathrag.backend import MemoryBackend, SQLiteBackend  # noqa: E402
 from pathrag.testing import IndexBackendContract, backend_of  # noqa: E402
 
@@ -19,8 +19,9 @@ class TestMemoryBackend(IndexBackendContract):
     @pytest.fixture
     def make_index(self):
         def make(name, **kwargs):
-            index = PathRAGIndex(**kwargs)
-            assert isinstance(backend_of(index), MemoryBackend)
+            backend = MemoryBackend()  # given as a backend of one's own would be
+            index = PathRAGIndex(backend=backend, **kwargs)
+            assert backend_of(index) is backend
             return index
 
         return make
@@ -62,12 +63,11 @@ class TestSQLiteBackend(IndexBackendContract):
     def commit_count(self, index):
         return backend_of(index).store.commit_count()
 
-    @pytest.mark.xfail(
-        strict=True,
-        raises=AssertionError,
-        reason="SQLiteGraphStore.iter_entities/iter_relations read through SQLiteStore.iread, which opens a "
-        "connection of its own and ignores the snapshot of read_committed: they list a commit that landed "
-        "after the read began (get_entities/get_relations and the vectors read the snapshot)",
-    )
-    def test_a_committed_read_iterates_one_state(self, open_index):
-        super().test_a_committed_read_iterates_one_state(open_index)
+
+
+def test_a_backend_is_given_instead_of_a_directory(tmp_path) -> None:
+    with pytest.raises(ValueError, match="a directory .* or a backend, not both"):
+        PathRAGIndex(tmp_path, backend=MemoryBackend(), embedder=HashingEmbedder(64))
+    with pytest.raises(ValueError, match="pass an embedder"):  # a memory backend records no embeddings
+        PathRAGIndex(backend=MemoryBackend())
+    assert not any(tmp_path.iterdir())  # refused before anything was written
