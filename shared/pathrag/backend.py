@@ -153,11 +153,14 @@ class MemoryBackend(IndexBackend):
     """An index without a directory: dicts, a NetworkX graph and in-memory vector indexes.
 
     A commit's change set is applied in one synchronous run; readers of other threads see the state
-    before it until then (a version counter, odd while a commit is being applied), and a failed commit
-    puts back the table rows it changed."""
+    before it until then (a version counter, odd while a commit is being applied). The record tables
+    collect a commit's changes in a layer the apply publishes (:class:`~pathrag.records.LayeredRows`):
+    counts and chunk texts are the committed ones while it plans. A failed commit changes nothing: the
+    layer is dropped, and an apply that raises half-way undoes its graph and vector writes."""
 
     def __init__(self) -> None:
-        super().__init__(MemoryRecordTables(), StringTable(), StringTable())
+        self._tables = MemoryRecordTables()
+        super().__init__(self._tables, StringTable(), StringTable())
         self._version = 0
 
     @override
@@ -177,11 +180,11 @@ class MemoryBackend(IndexBackend):
     def apply(self, staged: Staged) -> bool:
         self._version += 1
         try:
-            staged.apply()
+            staged.apply(undo=True)  # all or nothing: a write that raises has the change set's writes undone
+            self.records.write_commit()  # the record tables' changes published with the graph and vectors'
+            self.records.end_undo()
         finally:
             self._version += 1
-        self.records.write_commit()
-        self.records.end_undo()
         return True
 
     @override
@@ -227,7 +230,8 @@ class MemoryBackend(IndexBackend):
 
     @override
     def stats(self, chunk_index: VectorIndex) -> dict[str, int]:
-        chunks = self.records.chunks
+        # the committed rows, not a planning commit's (copied at once: a commit lands in them in place)
+        chunks = dict(self._tables.committed_chunks)
         live = {cid: c for cid, c in chunks.items() if c.refs}
         held = [c for cid, c in live.items() if not c.text and is_record_chunk(cid)]
         passages = cited(held)
@@ -237,7 +241,7 @@ class MemoryBackend(IndexBackend):
             else 0
         )
         return {
-            "documents": len(self.records.documents),
+            "documents": len(self._tables.committed_documents),
             "chunks": sum(1 for c in live.values() if c.text) + imported,
             "imports": len({doc_id for c in held for doc_id in c.refs}),
             "records": sum(len(c.entities) + len(c.relations) for c in held),
@@ -382,6 +386,10 @@ class SQLiteBackend(IndexBackend):
 
     @override
     def stats(self, chunk_index: VectorIndex) -> dict[str, int]:
+        with self._db.snapshot():  # one committed state (shared with an enclosing committed read)
+            return self._counts()
+
+    def _counts(self) -> dict[str, int]:
         store = self._db
         ((documents,),) = store.read("SELECT COUNT(*) FROM documents")
         # an import's records live in a chunk without text: it is not a passage

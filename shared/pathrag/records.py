@@ -39,6 +39,13 @@ __all__ = [
 V = TypeVar("V")
 
 
+class _Absent:
+    """The row of a key a commit deleted (in its layer, see :class:`LayeredRows`)."""
+
+
+_ABSENT = _Absent()
+
+
 @dataclass
 class DocumentRecord:
     """A document of the index: the hash of its content, its chunk ids in order, its metadata, and the
@@ -137,6 +144,98 @@ class LazyRows(MutableMapping[str, V]):
         return sum(1 for _ in self)
 
 
+class LayeredRows(LazyRows[V]):
+    """The rows of an index without a directory: the committed rows (:attr:`committed`: what readers
+    see) and, while a commit is open (:meth:`open`), that commit's changes over them: reads through this
+    mapping see both, writes change only the layer, :meth:`publish` makes it committed (in place) and
+    :meth:`drop` forgets it. Outside a commit, writes go to the committed rows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.committed: dict[str, V] = self._rows
+        self._layer: dict[str, V | _Absent] | None = None
+        self._deleted: set[str] = set()  # keys deleted by the open commit (set again: they move to the end)
+
+    def open(self) -> None:
+        """A commit opens: writes go to its layer from now on."""
+        self._layer, self._deleted = {}, set()
+
+    def layer(self) -> dict[str, V | _Absent]:
+        """The open commit's changes: key -> new row (:data:`_ABSENT`: deleted); empty with none open."""
+        return dict(self._layer or {})
+
+    def publish(self) -> None:
+        """The commit lands: its changes become committed rows (a deleted row set again moves to the end)."""
+        layer, deleted = self._layer or {}, self._deleted
+        self._layer, self._deleted = None, set()
+        for key, row in layer.items():
+            if key in deleted:
+                self._rows.pop(key, None)
+            if isinstance(row, _Absent):
+                self._rows.pop(key, None)
+            else:
+                self._rows[key] = row
+
+    def is_open(self) -> bool:
+        """Whether a commit's layer is open."""
+        return self._layer is not None
+
+    def in_layer(self, key: str) -> bool:
+        """Whether the open commit changed (or deleted) the row of ``key``."""
+        return self._layer is not None and key in self._layer
+
+    def drop(self) -> None:
+        """The commit failed: its changes are forgotten."""
+        self._layer, self._deleted = None, set()
+
+    @override
+    def prefetch(self, keys: Iterable[str]) -> None:
+        pass
+
+    @override
+    def __getitem__(self, key: str) -> V:
+        if self._layer is not None and key in self._layer:
+            row = self._layer[key]
+            if isinstance(row, _Absent):
+                raise KeyError(key)
+            return row
+        return self._rows[key]
+
+    @override
+    def __contains__(self, key: object) -> bool:
+        if self._layer is not None and key in self._layer:
+            return not isinstance(self._layer[key], _Absent)
+        return key in self._rows
+
+    @override
+    def __setitem__(self, key: str, value: V) -> None:
+        if self._layer is None:
+            self._rows[key] = value
+        else:
+            self._layer[key] = value
+
+    @override
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        if self._layer is None:
+            del self._rows[key]
+        else:
+            self._layer[key] = _ABSENT
+            self._deleted.add(key)
+
+    @override
+    def __iter__(self) -> Iterator[str]:
+        layer = self._layer
+        if layer is None:
+            return iter(list(self._rows))
+        # the committed order, a row deleted and set again (or new) at the end, as publish() leaves them
+        moved = self._deleted
+        kept = [k for k in self._rows if k not in moved and not isinstance(layer.get(k), _Absent)]
+        fresh = [k for k, row in layer.items() if not isinstance(row, _Absent) and (k in moved or k not in self._rows)]
+        return iter(kept + fresh)
+
+
 def _fetch_documents(store: SQLiteStore, ids: list[str] | None) -> dict[str, DocumentRecord]:
     """Document rows (all of them for ``ids=None``) with their chunk lists, as the writer sees them."""
     where, params = ("WHERE id IN (SELECT value FROM json_each(?))", (dumps(ids),)) if ids is not None else ("", ())
@@ -171,17 +270,14 @@ def _fetch_chunks(store: SQLiteStore, ids: list[str] | None) -> dict[str, ChunkR
     return chunks
 
 
-_ABSENT: Any = object()  # in the undo journal: the row did not exist before the commit
-
-
 class RecordTables:
     """The document and chunk records of one index, and which chunks mention each entity name.
 
     The commit logic is here; where the rows live is a subclass's: :class:`MemoryRecordTables` (dicts) or
     :class:`SQLiteRecordTables` (rows of a store fetched on first use). A commit changes the records in
-    memory (:meth:`set_document`, :meth:`claim`, :meth:`unref`, :meth:`drop_chunks`) and then writes them
-    in its transaction (:meth:`write_commit`); a chunk's extraction is kept the moment it arrives
-    (:meth:`store_chunk`).
+    memory (:meth:`set_document`, :meth:`claim`, :meth:`unref`, :meth:`drop_chunks`; in a layer of their
+    own for :class:`MemoryRecordTables`) and then writes them in its transaction (:meth:`write_commit`); a
+    chunk's extraction is kept the moment it arrives (:meth:`store_chunk`).
     """
 
     def __init__(self) -> None:
@@ -221,16 +317,16 @@ class RecordTables:
         self._dirty, self._dropped = set(), set()
 
     def begin_undo(self) -> None:
-        """A commit begins (in memory: keep each row as it was before its first change)."""
+        """A commit begins (in memory: its changes go to a layer over the committed rows from now on)."""
 
     def end_undo(self) -> None:
-        """The commit ended (in memory: forget the rows kept for undoing it)."""
+        """The commit ended (in memory: its layer was published by :meth:`write_commit`)."""
 
     def undo(self) -> None:
-        """The commit failed (in memory: put back every row it changed)."""
+        """The commit failed (in memory: its layer is dropped, the committed rows were never changed)."""
 
     def _keep_chunk(self, cid: str) -> None:
-        """Chunk ``cid`` is about to change (in memory: journal it for :meth:`undo`)."""
+        """Chunk ``cid`` is about to change (in memory: the commit's layer gets a copy of its own to change)."""
 
     # -- the commit logic --------------------------------------------------------------------------
 
@@ -257,9 +353,9 @@ class RecordTables:
         """Drop ``doc_id``'s claim on its chunks; return the chunks nobody claims any more."""
         orphaned = set()
         for cid in chunk_ids:
-            chunk = self.chunks.get(cid)
-            if chunk is not None:
-                self._keep_chunk(cid)
+            if cid in self.chunks:
+                self._keep_chunk(cid)  # first: it may give the commit a copy of its own to change
+                chunk = self.chunks[cid]
                 chunk.refs.pop(doc_id, None)
                 if not chunk.refs:
                     orphaned.add(cid)
@@ -314,13 +410,26 @@ class RecordTables:
 
 
 class MemoryRecordTables(RecordTables):
-    """The records of an index without a directory: dicts, with an undo journal for a failed commit."""
+    """The records of an index without a directory: dicts. A commit's changes go to a layer over the
+    committed rows (:class:`LayeredRows`) that the plan reads through and readers of the committed state
+    do not see (:meth:`chunk_texts`, :attr:`committed_documents`, :attr:`committed_chunks`); the apply
+    publishes it (:meth:`write_commit`), a failed commit drops it (:meth:`undo`)."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._mentions: dict[str, set[str]] = {}  # entity name -> ids of the chunks naming it
-        # during a commit: each changed row as it was before (see begin_undo)
-        self._undo: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self.documents = self._documents = LayeredRows[DocumentRecord]()
+        self.chunks = self._chunks = LayeredRows[ChunkRecord]()
+        self._mentions: dict[str, set[str]] = {}  # entity name -> ids of the chunks naming it (the plan's view)
+
+    @property
+    def committed_documents(self) -> dict[str, DocumentRecord]:
+        """The committed document rows (copy it before iterating from another thread: a commit lands in place)."""
+        return self._documents.committed
+
+    @property
+    def committed_chunks(self) -> dict[str, ChunkRecord]:
+        """The committed chunk rows (likewise)."""
+        return self._chunks.committed
 
     @override
     def note_mentions(self, chunk: ChunkRecord, *, forget: bool = False) -> None:
@@ -348,46 +457,41 @@ class MemoryRecordTables(RecordTables):
 
     @override
     def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:
+        committed = self._chunks.committed
         return {
             cid: chunk.text
             for cid in dict.fromkeys(ids)
-            if (chunk := self.chunks.get(cid)) is not None and chunk.refs and chunk.text
+            if (chunk := committed.get(cid)) is not None and chunk.refs and chunk.text
         }
 
     @override
     def begin_undo(self) -> None:
-        self._undo = ({}, {})
+        self.undo()  # a layer left open (never: a plan ends applied or abandoned) is not built on
+        self._documents.open()
+        self._chunks.open()
 
     @override
-    def end_undo(self) -> None:
-        self._undo = None
+    def write_commit(self) -> None:
+        super().write_commit()
+        self._documents.publish()
+        self._chunks.publish()
 
     @override
     def undo(self) -> None:
-        if self._undo is None:
-            return
-        documents, chunks = self._undo
-        self._undo = None
-        for doc_id, doc in documents.items():
-            self.documents.pop(doc_id, None)
-            if doc is not _ABSENT:
-                self.documents[doc_id] = doc
-        for cid, chunk in chunks.items():
-            current = self.chunks.pop(cid, None)
-            if current is not None:
-                self.note_mentions(current, forget=True)
-            if chunk is not _ABSENT:
-                self.chunks[cid] = chunk
-                self.note_mentions(chunk)
+        for cid, row in self._chunks.layer().items():  # the mentions back to the committed chunks'
+            if not isinstance(row, _Absent):
+                self.note_mentions(row, forget=True)
+            before = self._chunks.committed.get(cid)
+            if before is not None:
+                self.note_mentions(before)
+        self._documents.drop()
+        self._chunks.drop()
 
     def _keep_chunk(self, cid: str) -> None:
-        if self._undo is not None and cid not in self._undo[1]:
-            chunk = self.chunks.get(cid)
-            self._undo[1][cid] = _ABSENT if chunk is None else replace(chunk, refs=dict(chunk.refs))
-
-    def _keep_document(self, doc_id: str) -> None:
-        if self._undo is not None and doc_id not in self._undo[0]:
-            self._undo[0][doc_id] = self.documents.get(doc_id, _ABSENT)
+        # copy on write: a committed row is never changed in place while a commit is open
+        rows = self._chunks
+        if rows.is_open() and not rows.in_layer(cid) and (chunk := rows.committed.get(cid)) is not None:
+            rows[cid] = replace(chunk, refs=dict(chunk.refs))
 
 
 class SQLiteRecordTables(RecordTables):

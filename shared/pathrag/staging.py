@@ -6,7 +6,9 @@ is open. So :class:`~pathrag.PathRAGIndex` plans against these stand-ins instead
 indexes it owns: reads go to the real objects (the committed state), writes are recorded (vectors are
 embedded at once, since that is the slow part), and :meth:`Staged.apply` makes them in one synchronous
 run: in memory, with readers shown the state before until then; on a store, inside one short transaction
-(see :mod:`pathrag.backend`). A failed plan changes nothing: the recorded writes are dropped.
+(see :mod:`pathrag.backend`). A failed plan changes nothing: the recorded writes are dropped. A failed
+apply changes nothing either: a store's transaction rolls back, and in memory (``undo=True``) each write
+first notes what it will overwrite, put back if a later write raises.
 
 >>> import asyncio
 >>> from pathrag import NetworkXGraphStore, Relation
@@ -19,6 +21,7 @@ run: in memory, with readers shown the state before until then; on a store, insi
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -27,6 +30,8 @@ from .models import Entity, Relation
 from .vectors import Embedder, VectorItem
 
 __all__ = ["StageableIndex", "Staged"]
+
+logger = logging.getLogger(__name__)
 
 
 class StageableIndex(Protocol):
@@ -44,6 +49,10 @@ class StageableIndex(Protocol):
         """Remove items by id."""
 
 
+_Write = tuple[Callable[[], None], Callable[[], Callable[[], None]]]
+"""A recorded write, and what notes the state it changes (returning what puts that state back)."""
+
+
 class Staged:
     """The recorded writes of one commit, and stand-ins that record them."""
 
@@ -51,7 +60,7 @@ class Staged:
         # text -> vector per live index, kept by the caller across plans of one commit: planning it again
         # (another writer committed first) embeds only the texts that changed
         self._embedded = embedded if embedded is not None else {}
-        self._writes: list[Callable[[], None]] = []
+        self._writes: list[_Write] = []
         self._vectors: dict[int, _StagedVectors] = {}  # one stand-in per live index: it knows the commit's items
 
     def __bool__(self) -> bool:
@@ -69,41 +78,124 @@ class Staged:
             self._vectors[id(live)] = _StagedVectors(live, self._writes, self._embedded.setdefault(id(live), {}))
         return self._vectors[id(live)]
 
-    def apply(self) -> None:
-        """Make the recorded writes, in order, without yielding to the event loop."""
+    def apply(self, *, undo: bool = False) -> None:
+        """Make the recorded writes, in order, without yielding to the event loop. With ``undo`` (no
+        transaction to roll back: in memory), all or nothing: a write that raises has the writes before it,
+        and itself, undone (in reverse order) before the exception propagates."""
         writes, self._writes[:] = list(self._writes), []
-        for write in writes:
-            write()
+        if not undo:
+            for write, _ in writes:
+                write()
+            return
+        undos: list[Callable[[], None]] = []
+        try:
+            for write, journal in writes:
+                undos.append(journal())  # before the write: it may raise half-way through
+                write()
+        except BaseException:
+            _put_back(undos)
+            raise
+
+
+def _put_back(undos: list[Callable[[], None]]) -> None:
+    """Undo the writes made, last first; one that cannot be undone is logged and the others still are."""
+    for put_back in reversed(undos):
+        try:
+            put_back()
+        except Exception:
+            logger.exception("a failed commit could not undo one of its writes: the index may hold part of it")
+
+
+def _relations_of(live: GraphStore, pairs: Sequence[tuple[str, str]]) -> list[Relation]:
+    """The stored relations of ``pairs`` either way round, each once, as stored."""
+    found = live.get_relations([*pairs, *((t, s) for s, t in pairs)])
+    return list({r.pair: r for r in found.values()}.values())
+
+
+def _undo_upsert_entities(live: GraphStore, names: list[str]) -> Callable[[], None]:
+    before = live.get_entities(names)
+    new = [n for n in dict.fromkeys(names) if n not in before]  # no relation of theirs is left to undo
+
+    def undo() -> None:
+        live.delete_entities(new)
+        live.upsert_entities(before.values())
+
+    return undo
+
+
+def _undo_upsert_relations(live: GraphStore, pairs: list[tuple[str, str]]) -> Callable[[], None]:
+    before = _relations_of(live, pairs)  # a merge may re-orient a relation: both ways round
+    ends = list(dict.fromkeys(n for pair in pairs for n in pair))
+    known = live.get_entities(ends)
+
+    def undo() -> None:
+        live.delete_relations([*pairs, *((t, s) for s, t in pairs)])
+        live.upsert_relations(before)
+        live.delete_entities([n for n in ends if n not in known])  # endpoints the write created bare
+
+    return undo
+
+
+def _undo_delete_entities(live: GraphStore, names: list[str]) -> Callable[[], None]:
+    entities = live.get_entities(names)
+    hoods = live.neighborhoods(dict.fromkeys(entities, None))
+    relations = _relations_of(live, [(n, v) for n, hood in hoods.items() for v in [n, *hood.neighbors]])
+
+    def undo() -> None:
+        live.upsert_entities(entities.values())
+        live.upsert_relations(relations)
+
+    return undo
+
+
+def _undo_delete_relations(live: GraphStore, pairs: list[tuple[str, str]]) -> Callable[[], None]:
+    before = list({r.pair: r for r in live.get_relations(pairs).values()}.values())
+    return lambda: live.upsert_relations(before)
+
+
+def _undo_vectors(live: StageableIndex, ids: list[str]) -> Callable[[], None]:
+    """What puts back the items ``ids`` of ``live`` (an index that cannot note them is left as it is)."""
+    entries, restore = getattr(live, "entries", None), getattr(live, "restore", None)
+    if entries is None or restore is None:
+        return lambda: None
+    held = entries(ids)
+    return lambda: restore(held)
 
 
 class _StagedGraph:
     """Reads from the live graph; writes recorded. The rebuild never reads what it writes in a commit."""
 
-    def __init__(self, live: GraphStore, writes: list[Callable[[], None]]) -> None:
+    def __init__(self, live: GraphStore, writes: list[_Write]) -> None:
         self._live, self._writes = live, writes
 
     def __getattr__(self, name: str) -> Any:  # reads: neighborhoods, get_entities, ...
         return getattr(self._live, name)
 
     def upsert_entities(self, entities: Iterable[Entity], *, merge: Any = None) -> None:
-        entities = list(entities)
+        entities, live = list(entities), self._live
         if entities:
-            self._writes.append(lambda: self._live.upsert_entities(entities, merge=merge))
+            names = [e.name for e in entities]
+            self._writes.append(
+                (lambda: live.upsert_entities(entities, merge=merge), lambda: _undo_upsert_entities(live, names))
+            )
 
     def upsert_relations(self, relations: Iterable[Relation], *, merge: Any = None) -> None:
-        relations = list(relations)
+        relations, live = list(relations), self._live
         if relations:
-            self._writes.append(lambda: self._live.upsert_relations(relations, merge=merge))
+            pairs = [r.pair for r in relations]
+            self._writes.append(
+                (lambda: live.upsert_relations(relations, merge=merge), lambda: _undo_upsert_relations(live, pairs))
+            )
 
     def delete_entities(self, names: Iterable[str]) -> None:
-        names = list(names)
+        names, live = list(names), self._live
         if names:
-            self._writes.append(lambda: self._live.delete_entities(names))
+            self._writes.append((lambda: live.delete_entities(names), lambda: _undo_delete_entities(live, names)))
 
     def delete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
-        pairs = list(pairs)
+        pairs, live = [(s, t) for s, t in pairs], self._live
         if pairs:
-            self._writes.append(lambda: self._live.delete_relations(pairs))
+            self._writes.append((lambda: live.delete_relations(pairs), lambda: _undo_delete_relations(live, pairs)))
 
     async def aupsert_entities(self, entities: Iterable[Entity], *, merge: Any = None) -> None:
         self.upsert_entities(entities, merge=merge)
@@ -121,9 +213,7 @@ class _StagedGraph:
 class _StagedVectors:
     """Reads from the live index; upserts embedded now and stored at :meth:`Staged.apply`."""
 
-    def __init__(
-        self, live: StageableIndex, writes: list[Callable[[], None]], embedded: dict[str, Sequence[float]]
-    ) -> None:
+    def __init__(self, live: StageableIndex, writes: list[_Write], embedded: dict[str, Sequence[float]]) -> None:
         self._live, self._writes, self._embedded = live, writes, embedded
         self._held: dict[str, VectorItem | None] = {}  # what this commit wrote so far (None: deleted)
 
@@ -168,13 +258,15 @@ class _StagedVectors:
         if len(vectors) != len(items):  # refused now, while planning, not when applying
             raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(items)} texts")
         self._held.update((item.id, item) for item in items)
-        self._writes.append(lambda: self._live.upsert_vectors(items, vectors))
+        live, ids = self._live, [item.id for item in items]
+        self._writes.append((lambda: live.upsert_vectors(items, vectors), lambda: _undo_vectors(live, ids)))
 
     def delete(self, ids: Iterable[str]) -> None:
         ids = list(ids)
         self._held.update((i, None) for i in ids)
+        live = self._live
         if ids:
-            self._writes.append(lambda: self._live.delete(ids))
+            self._writes.append((lambda: live.delete(ids), lambda: _undo_vectors(live, ids)))
 
     async def adelete(self, ids: Iterable[str]) -> None:
         self.delete(ids)

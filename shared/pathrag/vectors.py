@@ -230,6 +230,20 @@ class InMemoryVectorIndex(VectorIndex):
         """Every item id, sorted."""
         return sorted(self._items)
 
+    def entries(self, ids: Iterable[str]) -> dict[str, tuple[VectorItem, np.ndarray] | None]:
+        """What is stored under each of ``ids`` (``None``: nothing), for :meth:`restore` to put back."""
+        return {i: (item, self._vectors[i]) if (item := self._items.get(i)) is not None else None for i in ids}
+
+    def restore(self, entries: Mapping[str, tuple[VectorItem, np.ndarray] | None]) -> None:
+        """Put back, exactly, what :meth:`entries` noted (an undo: other ids are left alone)."""
+        for i, entry in entries.items():
+            if entry is None:
+                self._items.pop(i, None)
+                self._vectors.pop(i, None)
+            else:
+                self._items[i], self._vectors[i] = entry
+        self._matrix = None
+
     def rows(self) -> list[tuple[str, str, Mapping[str, Any], bytes]]:
         """``(id, text, metadata, float32 vector bytes)`` of every item: what a store keeps."""
         return [

@@ -26,29 +26,6 @@ class TestMemoryBackend(IndexBackendContract):
 
         return make
 
-    # strict: each starts failing the suite (XPASS) once the backend handles it.
-
-    @pytest.mark.xfail(
-        strict=True,
-        raises=AssertionError,
-        reason="MemoryRecordTables are changed in place while a commit plans (set_document, claim, unref), "
-        "outside MemoryBackend's version counter: stats() (and index.documents) show the new documents and "
-        "chunks with the old graph until the apply",
-    )
-    def test_stats_during_a_write_are_those_before_or_after(self, open_index):
-        super().test_stats_during_a_write_are_those_before_or_after(open_index)
-
-    @pytest.mark.xfail(
-        strict=True,
-        raises=AssertionError,
-        reason="MemoryBackend.apply runs Staged.apply with no undo for the graph and vector writes: one that "
-        "raises midway (a vector of another dimension, refused by InMemoryVectorIndex) leaves the writes "
-        "before it applied, and abandon() puts back only the record tables",
-    )
-    @pytest.mark.parametrize("call", [1, 2, 3])
-    def test_a_failed_apply_leaves_the_committed_state_as_it_was(self, open_index, call):
-        super().test_a_failed_apply_leaves_the_committed_state_as_it_was(open_index, call)
-
 
 class TestSQLiteBackend(IndexBackendContract):
     @pytest.fixture
@@ -62,7 +39,6 @@ class TestSQLiteBackend(IndexBackendContract):
 
     def commit_count(self, index):
         return backend_of(index).store.commit_count()
-
 
 
 def test_a_backend_is_given_instead_of_a_directory(tmp_path) -> None:

@@ -264,13 +264,26 @@ class SQLiteStore:
             yield from rows
 
     def iread(self, sql: str, params: Sequence[Any] = (), batch: int = 2000) -> Iterator[tuple[Any, ...]]:
-        """Rows of a committed-state query, streamed in batches (one read transaction throughout)."""
+        """Rows of a committed-state query, streamed in batches (one read transaction throughout): inside a
+        :meth:`snapshot` (of the calling thread or task when this is called), of that snapshot's state."""
+        held = _SNAPSHOTS.get().get(self)
+        if held is not None:
+            return self._fetch_batches(held.execute(sql, params), batch)
+        return self._iread_own(sql, params, batch)
+
+    @staticmethod
+    def _fetch_batches(cursor: sqlite3.Cursor, batch: int) -> Iterator[tuple[Any, ...]]:
+        try:
+            while rows := cursor.fetchmany(batch):
+                yield from rows
+        finally:
+            cursor.close()
+
+    def _iread_own(self, sql: str, params: Sequence[Any], batch: int) -> Iterator[tuple[Any, ...]]:
         conn = self._connect()  # its own connection: the shared reader stays free meanwhile
         try:
             conn.execute("PRAGMA query_only = ON")
-            cursor = conn.execute(sql, params)
-            while rows := cursor.fetchmany(batch):
-                yield from rows
+            yield from self._fetch_batches(conn.execute(sql, params), batch)
         finally:
             conn.close()
 
