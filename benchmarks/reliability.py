@@ -71,7 +71,7 @@ def main() -> None:
         kinds = len({d.file.split(" ")[0] for d in damaged})
         rows.append(
             {
-                "check": f"damaged files ({kinds} kinds of file, each truncated and garbled): "
+                "check": f"damaged files ({kinds} kinds of file, each truncated and garbled, a WAL also in a frame): "
                 f"{outcomes['error']} one-line errors, {outcomes['recovered']} recovered, "
                 f"{outcomes['rolled back']} rolled back to the last whole commit",
                 "queries": "-",

@@ -28,6 +28,7 @@ from langchain_core.vectorstores import VectorStore
 from typing_extensions import override
 
 from pathrag import Embedder, VectorHit, VectorItem
+from pathrag.vectors import checked_vectors
 
 __all__ = ["LangChainEmbedder", "LangChainLanguageModel", "LangChainVectorIndex", "PathRAGEmbeddings"]
 
@@ -118,7 +119,7 @@ class PathRAGEmbeddings(Embeddings):
 
     @override
     def embed_query(self, text: str) -> list[float]:
-        return self.embedder.embed([text])[0]
+        return list(checked_vectors(self.embedder, self.embedder.embed([text]), 1)[0])
 
     @override
     async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -126,7 +127,7 @@ class PathRAGEmbeddings(Embeddings):
 
     @override
     async def aembed_query(self, text: str) -> list[float]:
-        return (await self.embedder.aembed([text]))[0]
+        return list(checked_vectors(self.embedder, await self.embedder.aembed([text]), 1)[0])
 
 
 class LangChainVectorIndex:

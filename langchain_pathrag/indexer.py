@@ -215,8 +215,11 @@ class PathRAGIndexer:
             name: LangChainVectorIndex(store) if store is not None else self._default_index()
             for name, store in given.items()
         }
+        # an earlier version's vector files are moved into the store after it opens: checked after that
+        moving = self.path is not None and any((self.path / file).exists() for file in STORE_FILES.values())
         self.index = PathRAGIndex(
             self.path,
+            check_on_open=not moving,
             graph=graph_store,
             config=config,
             llm=LangChainLanguageModel(llm, config={"tags": [EXTRACTION_TAG], "run_name": "pathrag_extraction"})
@@ -233,6 +236,8 @@ class PathRAGIndexer:
         if self.path is not None:
             try:
                 self._migrate_vector_files(self.path)
+                if moving:
+                    self.index.quick_check()
             except BaseException:
                 self.index.close()
                 raise
@@ -514,8 +519,11 @@ class PathRAGIndexer:
             if isinstance(index, _SavedStoreIndex)
         }
         if saved and self.embeddings is not None:  # the default stores' vectors go into the copy's store
-            copy = PathRAGIndex(
-                target, embedder=_core_embedder(self.embeddings), embedder_name=embeddings_name(self.embeddings)
+            copy = PathRAGIndex(  # not checked: its vectors are what this fills in
+                target,
+                embedder=_core_embedder(self.embeddings),
+                embedder_name=embeddings_name(self.embeddings),
+                check_on_open=False,
             )
             try:
                 _store_vectors(copy, saved)

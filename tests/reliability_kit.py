@@ -350,10 +350,24 @@ class Damage:
     directory: Path
 
 
+WAL_FRAME_DAMAGE = ("frame garbled", "byte flipped", "cut mid-frame")
+"""Damage inside a WAL's frames (past its header): SQLite drops every frame from the first bad one on."""
+
+
 def damage_file(path: Path, damage: str) -> None:
-    data = path.read_bytes()
+    data = bytearray(path.read_bytes())
+    frame = 24 + int.from_bytes(data[8:12], "big") if damage in WAL_FRAME_DAMAGE else 0
+    middle = 32 + ((len(data) - 32) // frame // 2) * frame if frame else 0  # the middle frame's start
     if damage == "truncated":
         path.write_bytes(data[: len(data) // 2])
+    elif damage == "frame garbled":  # 64 bytes of a page in the middle of the WAL, as a bad sector would
+        data[middle + 1000 : middle + 1064] = b"\x00garbled" * 8
+        path.write_bytes(data)
+    elif damage == "byte flipped":  # one bit of a page in the middle of the WAL
+        data[middle + 5000] ^= 1
+        path.write_bytes(data)
+    elif damage == "cut mid-frame":  # a WAL cut inside its middle frame
+        path.write_bytes(data[: middle + frame // 3])
     else:  # garbled: the first bytes overwritten, as a bad sector or a stray write would
         path.write_bytes(b"\x00garbled" * 16 + data[128:])
 
@@ -430,7 +444,8 @@ def run_corruption(workdir: Path, legacy_fixture: Path) -> list[Damage]:
     for label, base in (("closed store", closed), ("killed writer", killed)):
         expected = _library_open(_copy(base, workdir / f"{label}-expected"))[1]
         for name in [p.name for p in sorted(base.iterdir()) if p.is_file()]:
-            for damage in ("truncated", "garbled"):
+            frames = WAL_FRAME_DAMAGE if name.endswith("-wal") else ()
+            for damage in ("truncated", "garbled", *frames):
                 trial = _copy(base, workdir / f"{label}-{name}-{damage}")
                 damage_file(trial / name, damage)
                 outcome, message = classify(trial, trial / name, expected, earlier=earlier)

@@ -434,7 +434,7 @@ def stats(
     from .store import opened, read_meta
 
     meta = read_meta(store)
-    with opened(store) as idx:
+    with opened(store, check_on_open=not check) as idx:  # --check lists every problem, not only the counts
         problems = idx.check() if check else []
         counts = idx.stats()
         names = [e.name for e in idx.graph.iter_entities()]  # type: ignore[attr-defined]

@@ -22,6 +22,7 @@ from rich.table import Table
 from .errors import CliError, Command, LazyCommand
 from .options import EMBEDDING_MODEL, MAX_HOPS, MODEL, NUM_SEEDS, PARAM, STORE, THETA, TOP_K, retrieval_params
 from .providers import NO_KEY, chat_model, language_model
+from .readers import regular_file
 from .rendering import approximate_tokens
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ def register(app: typer.Typer) -> None:
 
 def command() -> Command:
     """The ``eval`` command itself."""
+    from pathrag.eval.run import check_run_dir
     from pathrag.evaluation import (
         DEFAULT_CONFIGURATIONS,
         DEFAULT_MAX_TOKENS,
@@ -84,7 +86,7 @@ def command() -> Command:
             dir_okay=False,
             show_default=False,
             help="Use these questions instead of generating them: a questions.jsonl of an earlier run, or "
-            "plain text with one question per line.",
+            "plain text with one question per line (a line that is neither is an error naming it).",
         ),
         num_questions: int = typer.Option(
             25,
@@ -164,8 +166,13 @@ def command() -> Command:
         except ValueError as exc:
             raise CliError(str(exc), code=2) from exc
         answer_llm, judge_llm = _models(OfflineEvalModel, model, judge_model, offline=offline)
+        try:
+            check_run_dir(run_dir)  # before the store is opened: a run folder that is a file fails at once
+        except EvaluationError as exc:
+            raise CliError(f"--run-dir: {exc}", code=2) from exc
         questions = None
         if questions_file is not None:
+            regular_file(questions_file)  # a FIFO would block the read forever
             try:
                 questions = read_questions(questions_file)
             except (OSError, UnicodeDecodeError, EvaluationError) as exc:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ import typer
 from .errors import CliError, one_line
 from .options import IMPORT_EMBEDDING_MODEL, IMPORT_STORE, WAIT
 from .providers import HASHING, embedding_spec
+from .readers import regular_file
 
 if TYPE_CHECKING:  # the core and the store are imported when an import runs, not for ``pathrag --help``
     from pathrag import Embedder, PathRAGIndex
@@ -282,7 +284,7 @@ def _run_import(
     from pathrag import IndexConfig
     from pathrag.errors import StoreError, StoreLocked
 
-    from .store import locked_error, open_store
+    from .store import damaged_error, locked_error, open_store
 
     new_dir = not store.exists()
     new_store = _prepare_store(store, embedding_model)
@@ -298,6 +300,8 @@ def _run_import(
         raise locked_error(exc) from exc
     except (ValueError, TypeError, KeyError, StoreError) as exc:  # bad input, named by the importer
         raise CliError(one_line(str(exc))) from exc
+    except sqlite3.DatabaseError as exc:  # a damaged store file: SQLite's message names no file
+        raise damaged_error(store, exc) or CliError(f"{store}: {one_line(str(exc))}") from exc
     finally:
         index.close()
         if not done and new_store:
@@ -322,11 +326,15 @@ def _print_summary(kind: str, source: Path, store: Path, summary: ImportSummary,
 
 
 def _existing(path: Path, directory: bool = False) -> Path:
+    from pathrag.files import file_kind
+
     if not path.exists():
         raise CliError(f"no such {'folder' if directory else 'file'}: {path}")
-    if directory != path.is_dir():
-        raise CliError(f"{path} is {'a file, not a folder' if directory else 'a folder, not a file'}")
-    return path
+    if directory and not path.is_dir():
+        raise CliError(f"{path} is {file_kind(path) or 'a file'}, not a folder")
+    if not directory and path.is_dir():
+        raise CliError(f"{path} is a folder, not a file")
+    return path if directory else regular_file(path)
 
 
 @_GROUP.command("lightrag")

@@ -30,6 +30,7 @@ __all__ = [
     "id_prefix_of",
     "read_documents",
     "read_file",
+    "regular_file",
     "unsupported_note",
 ]
 
@@ -221,6 +222,18 @@ def _add_files(found: dict[str, Path], files: list[tuple[str, Path]]) -> None:
                 "runs or with different --id-prefix"
             )
         found[doc_id] = path
+
+
+def regular_file(path: Path) -> Path:
+    """``path``, after refusing a FIFO, socket or device given where a file is read (reading a FIFO would block
+    forever): ``PATH is not a regular file (a FIFO): give a file``. Every command that reads a named file
+    calls this first; a missing path passes (the read names it)."""
+    from pathrag.files import NotARegularFile, check_regular_file
+
+    try:
+        return check_regular_file(path)
+    except NotARegularFile as exc:
+        raise CliError(str(exc)) from None
 
 
 class UnreadableFile(CliError):

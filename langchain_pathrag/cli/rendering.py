@@ -196,8 +196,27 @@ def _edge_label(relation: pathrag.Relation | None) -> str:
     return ", ".join(relation.keywords[:2]) if relation is not None and relation.keywords else "related"
 
 
+_MERMAID_PLAIN = frozenset(" -_.,/()'!?+@")
+"""Characters a quoted Mermaid label shows as they are (with letters and digits); every other one is written
+as an entity code."""
+
+
+def _mermaid_char(ch: str) -> str:
+    if ch.isalnum() or ch in _MERMAID_PLAIN:
+        return ch
+    return "#quot;" if ch == '"' else f"#{ord(ch)};"
+
+
 def _mermaid_text(text: str) -> str:
-    return " ".join(text.split()).replace("#", "#35;").replace('"', "#quot;")
+    """``text`` on one line for a quoted Mermaid label, every character Mermaid or the HTML it makes could
+    interpret written as a Mermaid entity code (``#quot;``, ``#NN;``): ``#``, the ``%`` of directives
+    (``%%{init: ...}%%``) and comments, the ``<``, ``>`` and ``&`` of markup, braces, brackets, ``:``, ``;``,
+    ``|``, backticks, ``$``, ``\\``. Letters, digits, spaces and ``-_.,/()'!?+@`` stay as they are.
+
+    >>> _mermaid_text('%%{init: {"theme": "dark"}}%% <img src=x>')
+    '#37;#37;#123;init#58; #123;#quot;theme#quot;#58; #quot;dark#quot;#125;#125;#37;#37; #60;img src#61;x#62;'
+    """
+    return "".join(map(_mermaid_char, " ".join(text.split())))
 
 
 def to_mermaid(entities: dict[str, Any], relations: dict[tuple[str, str], Any], seeds: Sequence[str]) -> str:

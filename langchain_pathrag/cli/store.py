@@ -9,6 +9,7 @@ is migrated on first open. A store another process is writing is a one-line erro
 from __future__ import annotations
 
 import logging
+import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from .providers import describe_embeddings, embedder, embedding_spec
 __all__ = [
     "STORE_META",
     "check_embeddings",
+    "damaged_error",
     "locked_error",
     "mismatch_error",
     "open_store",
@@ -44,6 +46,7 @@ def read_meta(store: Path) -> dict[str, Any] | None:
         return None
     if not store.is_dir():
         raise CliError(f"{store} is a file, not a pathrag store directory")
+    _refuse_special_files(store)
     try:
         info = read_store_info(store)
     except StoreError as exc:
@@ -64,6 +67,20 @@ def read_meta(store: Path) -> dict[str, Any] | None:
     return {} if spec is None else {"embeddings": spec}
 
 
+def _refuse_special_files(store: Path) -> None:
+    """A FIFO, socket or device in place of the store's file, its WAL or shared memory is one line: SQLite
+    would block forever reading a FIFO."""
+    from pathrag.files import file_kind
+
+    for name in (STORE_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm"):
+        kind = file_kind(store / name)
+        if kind is not None:
+            raise CliError(
+                f"{store / name} is not a regular file ({kind}): a store's files are regular files; move it "
+                "aside, or restore the store from a backup"
+            )
+
+
 def open_store(
     store: Path,
     *,
@@ -71,8 +88,10 @@ def open_store(
     embedding_model: str | None = None,
     llm: pathrag.LanguageModel | None = None,
     config: IndexConfig | None = None,
+    check_on_open: bool = True,
 ) -> PathRAGIndex:
-    """Open (or, with ``create``, start) a store, refusing embeddings other than the ones it was built with.
+    """Open (or, with ``create``, start) a store, refusing embeddings other than the ones it was built with
+    (``check_on_open=False``: open a damaged store as it is, see :class:`~pathrag.errors.StoreDamaged`).
 
     Without ``create`` the store's embeddings are made on first use: commands that embed nothing (``stats``,
     most deletes) need no key, and one that does embed fails in one line (a write before changing anything).
@@ -91,13 +110,13 @@ def open_store(
         def refuse() -> pathrag.Embedder:  # a command that embeds fails here; stats and the like work
             raise unknown
 
-        return _open(store, llm, pathrag.embedders.LazyEmbedder(refuse), config, None)
+        return _open(store, llm, pathrag.embedders.LazyEmbedder(refuse), config, None, check_on_open)
     if meta:  # an existing store: its own embeddings, and no others
         spec = meta["embeddings"]
         check_embeddings(store, meta, None if embedding_model is None else embedding_spec(embedding_model))
     else:
         spec = embedding_spec(embedding_model)
-    return _open(store, llm, embedder(spec, store, lazy=not create), config, spec)
+    return _open(store, llm, embedder(spec, store, lazy=not create), config, spec, check_on_open)
 
 
 def check_embeddings(store: Path, meta: dict[str, Any] | None, given: str | None) -> None:
@@ -122,6 +141,7 @@ def _open(
     vectors: pathrag.Embedder,
     config: IndexConfig | None,
     spec: str | None,
+    check_on_open: bool = True,
 ) -> PathRAGIndex:
     # the one-line note of a JSON-format store's migration goes to stderr, whatever logging is set up
     note = logging.StreamHandler(sys.stderr)
@@ -130,11 +150,18 @@ def _open(
     store_log = logging.getLogger("pathrag.legacy")
     store_log.addHandler(note)
     try:  # the store records the embeddings (and refuses others) itself
-        return PathRAGIndex(store, llm=llm, embedder=vectors, config=config, embedder_name=spec)
+        return PathRAGIndex(
+            store, llm=llm, embedder=vectors, config=config, embedder_name=spec, check_on_open=check_on_open
+        )
     except EmbedderMismatch as exc:  # another process recorded other embeddings since read_meta
         raise mismatch_error(exc) from exc
     except (OSError, ValueError) as exc:
         raise CliError(f"cannot open the store {store}: {one_line(str(exc))}") from exc
+    except sqlite3.DatabaseError as exc:
+        error = damaged_error(store, exc)
+        if error is None:
+            raise
+        raise error from exc
     finally:
         store_log.removeHandler(note)
 
@@ -152,6 +179,19 @@ def locked_error(exc: StoreLocked) -> CliError:
     return CliError(str(StoreLocked(exc.directory, exc.holder, exc.waited, remedy="add --wait SECONDS")))
 
 
+def damaged_error(store: Path, exc: sqlite3.DatabaseError) -> CliError | None:
+    """The one-line error for a store file SQLite finds damaged in the middle of a command ("database disk image
+    is malformed" names no file); ``None`` for other database errors (a lock, a full disk, a read-only file)."""
+    name = getattr(exc, "sqlite_errorname", None)  # Python 3.11+
+    damaged = name in ("SQLITE_CORRUPT", "SQLITE_NOTADB") if name else "malformed" in str(exc)
+    if not damaged:
+        return None
+    return CliError(
+        f"the store file {store / STORE_FILE} is damaged ({one_line(str(exc))}): restore it from a backup, or "
+        "rebuild the store in a new directory"
+    )
+
+
 @contextmanager
 def opened(store: Path, **kwargs: Any) -> Iterator[PathRAGIndex]:
     """:func:`open_store` for the length of a ``with`` block, then closed."""
@@ -160,5 +200,12 @@ def opened(store: Path, **kwargs: Any) -> Iterator[PathRAGIndex]:
         yield index
     except StoreLocked as exc:  # another process is writing: say how to wait from the command line
         raise locked_error(exc) from exc
+    except StoreError as exc:  # a read-only or damaged store: the store's own words are the error
+        raise CliError(one_line(str(exc))) from exc
+    except sqlite3.DatabaseError as exc:
+        error = damaged_error(store, exc)
+        if error is None:
+            raise
+        raise error from exc
     finally:
         index.close()

@@ -26,7 +26,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from pathlib import Path
 from typing import TypeVar
 
@@ -135,6 +135,12 @@ class IndexBackend:
     def stats(self, chunk_index: VectorIndex) -> dict[str, int]:
         """``documents``, ``chunks`` (passages with text, an import's included), ``imports``, ``records``."""
         raise NotImplementedError
+
+    def quick_check(self, spaces: Collection[str], *, graph: bool) -> list[str]:
+        """What cheap counts say disagrees (an empty list: nothing found), for the index's own vector
+        ``spaces`` (entities, relations, chunks) and, with ``graph``, its own graph: a part of
+        :meth:`pathrag.PathRAGIndex.check` cheap enough to run on every open (nothing in memory)."""
+        return []
 
     # -- the rest ----------------------------------------------------------------------------------
 
@@ -290,7 +296,13 @@ class SQLiteBackend(IndexBackend):
     ) -> SQLiteBackend:
         """Open (migrating a JSON-format directory first) and check the store's record of its embedder."""
         migrate_json_store(directory)
-        store = SQLiteStore(directory)
+        created = {  # a new store is made with these rows, at once (see SQLiteStore)
+            "pathrag_version": __version__,
+            "vector_index": vector_kind,
+            "directed_relations": int(directed_relations),
+            **({"embedder": embedder} if embedder else {}),
+        }
+        store = SQLiteStore(directory, initial_meta=created)
         meta = store.meta()
         recorded = meta.get("embedder")
         if recorded and embedder and recorded != embedder:
@@ -303,7 +315,7 @@ class SQLiteBackend(IndexBackend):
             **({} if "directed_relations" in meta else {"directed_relations": int(directed_relations)}),
         }
         changed = {k: v for k, v in wanted.items() if meta.get(k) != str(v)}
-        if changed:
+        if changed and not store.read_only:
             try:
                 with store.transaction():
                     store.set_meta(changed)
@@ -326,6 +338,8 @@ class SQLiteBackend(IndexBackend):
     @contextlib.asynccontextmanager
     @override
     async def writing(self, lock_timeout: float) -> AsyncIterator[None]:
+        if self._db.read_only:  # before the lock file, which cannot be made there either
+            self._db.check_writable()
         async with super().writing(lock_timeout):
             await self._lock.abegin(lock_timeout)
             try:
@@ -418,6 +432,24 @@ class SQLiteBackend(IndexBackend):
         }
 
     @override
+    def quick_check(self, spaces: Collection[str], *, graph: bool) -> list[str]:
+        # Counts over indexes only (no vector, text or record is read), in one committed state. A graph row
+        # and its vector are written in the same commit, so their counts agree on an undamaged store; so
+        # does every document's chunk have a row (unless its extraction failed) and, with text, a vector.
+        problems: list[str] = []
+        with self._db.snapshot():
+            for space, table in (("entities", "entities"), ("relations", "relations")):
+                if graph and space in spaces:
+                    problems += _disagree(self._db, space, table)
+            ((unembedded,),) = self._db.read(_CHUNKS_WITHOUT_VECTOR) if "chunks" in spaces else ((0,),)
+            ((lost,),) = self._db.read(_LOST_CHUNKS)
+        if unembedded:
+            problems.append(f"{unembedded} chunks without a vector")
+        if lost:
+            problems.append(f"{lost} chunks of documents missing")
+        return problems
+
+    @override
     def check_writable(self) -> None:
         self._db.check_writable()
 
@@ -429,6 +461,36 @@ class SQLiteBackend(IndexBackend):
     @override
     def close(self) -> None:
         self._db.close()
+
+
+# The documents' chunks that have no row and are not among their document's failed extractions (the
+# failed list is read only for a chunk without a row).
+_LOST_CHUNKS = (
+    "SELECT COUNT(*) FROM doc_chunks d INDEXED BY doc_chunks_by_chunk "
+    "WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.id = d.chunk_id) "
+    "AND NOT EXISTS (SELECT 1 FROM documents doc, json_each(doc.failed) f "
+    "WHERE doc.id = d.doc_id AND f.value = d.chunk_id)"
+)
+# The documents' chunks with text (a record chunk has none: told by its id) that have no vector. The other
+# way round is not counted: an import's passage may share a released chunk's id (check() tells them apart).
+_CHUNKS_WITHOUT_VECTOR = (
+    "SELECT COUNT(DISTINCT d.chunk_id) FROM doc_chunks d "
+    f"WHERE d.chunk_id NOT LIKE '{RECORD_CHUNK_LIKE}' "
+    "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = 'chunks' AND v.id = d.chunk_id) "
+    "AND EXISTS (SELECT 1 FROM chunks c WHERE c.id = d.chunk_id)"
+)
+
+
+def _disagree(store: SQLiteStore, space: str, table: str) -> list[str]:
+    """The rows of a graph table and the vectors of its space, when their counts differ."""
+    ((rows,),) = store.read(f"SELECT COUNT(*) FROM {table}")
+    ((vectors,),) = store.read("SELECT COUNT(*) FROM vectors WHERE space = ?", (space,))
+    if rows == vectors:
+        return []
+    singular = {"entities": "entity", "relations": "relation"}[space]
+    if rows > vectors:
+        return [f"{rows - vectors} {space} without a vector ({rows} {space}, {vectors} {singular} vectors)"]
+    return [f"{vectors - rows} {singular} vectors without an owner ({rows} {space}, {vectors} {singular} vectors)"]
 
 
 class _Overtaken(Exception):

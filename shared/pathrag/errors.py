@@ -19,7 +19,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EmbedderMismatch", "MissingEmbedderError", "StoreError", "StoreFormatError", "StoreLocked"]
+__all__ = [
+    "EmbedderMismatch",
+    "MissingEmbedderError",
+    "StoreDamaged",
+    "StoreError",
+    "StoreFormatError",
+    "StoreLocked",
+]
 
 
 class StoreError(ValueError):
@@ -94,6 +101,31 @@ class StoreFormatError(StoreError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), (self.path, self.found, self.supported), {}))
+
+
+class StoreDamaged(StoreError):
+    """A store whose parts disagree (found when it is opened): its file was damaged or edited by hand.
+
+    Attributes:
+        path: the store's database file.
+        directory: the store directory (the file's).
+        problems: what disagrees, one short phrase each (e.g. ``"37 entities without a vector"``).
+    """
+
+    #: How to repair it: commits are atomic, so only a rebuild restores what was lost.
+    REMEDY = (
+        "rebuild it: index the documents into a new store (pathrag index PATH --store NEW_DIR); "
+        "PathRAGIndex(..., check_on_open=False).check() opens it as it is and lists every problem"
+    )
+
+    def __init__(self, path: str | os.PathLike[str], problems: list[str]) -> None:
+        self.path = Path(path)
+        self.directory = self.path.parent
+        self.problems = list(problems)
+        super().__init__(f"the store {self.path} is damaged: {'; '.join(self.problems)}: {self.REMEDY}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), (self.path, self.problems), {}))
 
 
 class MissingEmbedderError(ValueError):

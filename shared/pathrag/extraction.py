@@ -29,17 +29,28 @@ Names, types, keywords and descriptions are cleaned by the rules of :mod:`pathra
 * Identical records are kept once (a model repeating itself must not double a weight);
   different records about the same name are all kept for the indexing layer to merge.
 * Relations may name entities that have no entity record; the indexing layer adds them.
+* Lone surrogates (text no encoding can write) become U+FFFD, so the chunk's valid records are kept.
+* At most :func:`max_records_for` records per chunk (with ``max_records``; :func:`extract_records` always
+  applies it): one per 10 characters of the chunk, at least 200; the rest are counted in ``dropped``.
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from pathrag.models import Entity, Relation
-from pathrag.names import QUOTES, clean_description, normalize_name, normalize_type, split_keywords
+from pathrag.names import (
+    QUOTES,
+    clean_description,
+    normalize_name,
+    normalize_type,
+    replace_surrogates,
+    split_keywords,
+)
 from pathrag.prompts import (
     DEFAULT_ENTITY_TYPES,
     DEFAULT_LANGUAGE,
@@ -58,11 +69,32 @@ __all__ = [
     "build_extraction_prompt",
     "build_gleaning_prompt",
     "extract_records",
+    "max_records_for",
     "parse_answers",
     "parse_extraction",
 ]
 
+logger = logging.getLogger(__name__)
+
 MIN_STRENGTH, MAX_STRENGTH = 1.0, 10.0
+
+MIN_RECORDS_PER_CHUNK = 200
+"""The per-chunk record cap of the shortest chunks (see :func:`max_records_for`)."""
+CHARS_PER_RECORD = 10
+"""Above the floor, a chunk keeps one record per this many characters of its text (see :func:`max_records_for`)."""
+
+
+def max_records_for(text: str) -> int:
+    """The most entity and relation records (together; distinct ones) one chunk keeps, across its extraction
+    answer and gleanings: one per :data:`CHARS_PER_RECORD` (10) characters of its text, at least
+    :data:`MIN_RECORDS_PER_CHUNK` (200). Real answers hold tens of records per chunk (a default chunk of about
+    4,800 characters may keep 480); a runaway or hostile answer (100,000 records for a 40-character chunk)
+    would otherwise cost time and memory in proportion. Keywords are capped at the same number.
+
+    >>> max_records_for("Mara lives in Saltmere."), max_records_for("x" * 4_800)
+    (200, 480)
+    """
+    return max(MIN_RECORDS_PER_CHUNK, len(text) // CHARS_PER_RECORD)
 
 
 @dataclass(frozen=True)
@@ -107,12 +139,14 @@ class ExtractionConfig:
 
 @dataclass
 class ExtractionResult:
-    """Parsed records; ``skipped`` counts the malformed records that were dropped."""
+    """Parsed records; ``skipped`` counts the malformed records that were dropped, ``dropped`` the records
+    over the per-chunk cap (:func:`max_records_for`)."""
 
     entities: list[Entity] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)
     content_keywords: list[str] = field(default_factory=list)
     skipped: int = 0
+    dropped: int = 0
 
 
 @dataclass
@@ -231,64 +265,112 @@ def _relation(fields: list[str], fmt: ExtractionFormat, source_ids: tuple[str, .
     )
 
 
+def _records(opening: re.Pattern[str], body: str) -> Iterator[tuple[re.Match[str], int]]:
+    """Each record opening of ``body`` and where the record ends (the next opening), found lazily."""
+    matches = opening.finditer(body)
+    match = next(matches, None)
+    while match is not None:
+        following = next(matches, None)
+        yield match, following.start() if following else len(body)
+        match = following
+
+
+def _record(
+    tag: str, fields: list[str], fmt: ExtractionFormat, source_ids: tuple[str, ...]
+) -> Entity | Relation | None:
+    if tag == "entity":
+        return _entity(fields, fmt, source_ids)
+    return _relation(fields, fmt, source_ids)
+
+
 def parse_extraction(
-    text: str, fmt: ExtractionFormat = DEFAULT_FORMAT, *, chunk_id: str | None = None
+    text: str, fmt: ExtractionFormat = DEFAULT_FORMAT, *, chunk_id: str | None = None, max_records: int | None = None
 ) -> ExtractionResult:
     """Parse one model answer; never raises (see the module docstring for the rules).
+
+    ``max_records``: keep at most that many distinct entity and relation records (and as many keywords), in
+    the order they appear; the rest are only counted, in ``dropped``.
 
     >>> r = parse_extraction('```\\n("entity"<|>"Alice"<|>Person<|>A navigator.)##\\n'
     ...     '("relationship"<|>Alice<|>Meridian<|>She sails it.<|>crew, ship<|>12)<|COMPLETE|>\\n```')
     >>> r.entities[0].name, r.entities[0].type, r.relations[0].keywords, r.relations[0].weight
     ('ALICE', 'person', ('crew', 'ship'), 10.0)
+    >>> r = parse_extraction('("entity"<|>A<|>x<|>d)##("entity"<|>B<|>x<|>d)##("entity"<|>C<|>x<|>d)', max_records=2)
+    >>> [e.name for e in r.entities], r.dropped
+    (['A', 'B'], 1)
     """
     opening = _opening(fmt)
     source_ids = (chunk_id,) if chunk_id else ()
-    body = _answer_body(text, fmt)
+    body = replace_surrogates(_answer_body(text, fmt))
+    cap = len(body) if max_records is None else max_records  # an answer cannot hold more records than characters
+    entities: dict[Entity, None] = {}
+    relations: dict[Relation, None] = {}
+    keywords: dict[str, None] = {}
     result = ExtractionResult()
-    starts = list(opening.finditer(body))
-    # strict=False: with no record at all the second list is [None], one longer, and nothing is zipped
-    for match, following in zip(starts, [*starts[1:], None], strict=False):
-        fields = _fields(body[match.end() : following.start() if following else None], fmt)
+    for match, end in _records(opening, body):
         tag = match.group("tag").lower()
-        record: Entity | Relation | None
-        if tag == "entity":
-            record = _entity(fields, fmt, source_ids)
-        elif tag.startswith("relation"):
-            record = _relation(fields, fmt, source_ids)
-        else:
+        is_keywords = tag.startswith("content")
+        if (len(keywords) if is_keywords else len(entities) + len(relations)) >= cap:
+            result.dropped += 1  # over the cap: counted, not even split into fields
+            continue
+        fields = _fields(body[match.end() : end], fmt)
+        if is_keywords:
             words = split_keywords(fields)
-            result.content_keywords.extend(words)
+            keywords.update(dict.fromkeys(words[: cap - len(keywords)]))
             result.skipped += not words
             continue
+        record = _record(tag, fields, fmt, source_ids)
         if record is None:
             result.skipped += 1
         elif isinstance(record, Entity):
-            result.entities.append(record)
+            entities[record] = None
         else:
-            result.relations.append(record)
-    return _combine([result])
+            relations[record] = None
+    result.entities, result.relations, result.content_keywords = list(entities), list(relations), list(keywords)
+    return result
 
 
-def _combine(results: Iterable[ExtractionResult]) -> ExtractionResult:
-    """Concatenate results, keeping each identical record or keyword once."""
+def _combine(results: Iterable[ExtractionResult], max_records: int | None = None) -> ExtractionResult:
+    """Concatenate results, keeping each identical record or keyword once, and at most ``max_records``
+    entity and relation records (the first result's first; the rest are counted in ``dropped``)."""
     results = list(results)
-    return ExtractionResult(
-        entities=list(dict.fromkeys(e for r in results for e in r.entities)),
-        relations=list(dict.fromkeys(x for r in results for x in r.relations)),
+    combined = ExtractionResult(
         content_keywords=list(dict.fromkeys(k for r in results for k in r.content_keywords)),
         skipped=sum(r.skipped for r in results),
+        dropped=sum(r.dropped for r in results),
     )
+    kept: dict[Entity | Relation, None] = {}
+    for result in results:
+        records: list[Entity | Relation] = [*result.entities, *result.relations]
+        for record in records:
+            if record in kept:
+                continue
+            if max_records is not None and len(kept) >= max_records:
+                combined.dropped += 1
+            else:
+                kept[record] = None
+    combined.entities = [r for r in kept if isinstance(r, Entity)]
+    combined.relations = [r for r in kept if isinstance(r, Relation)]
+    if max_records is not None:
+        combined.content_keywords = combined.content_keywords[:max_records]
+    return combined
 
 
 def parse_answers(
-    answers: Iterable[str], fmt: ExtractionFormat = DEFAULT_FORMAT, chunk_id: str | None = None
+    answers: Iterable[str],
+    fmt: ExtractionFormat = DEFAULT_FORMAT,
+    chunk_id: str | None = None,
+    max_records: int | None = None,
 ) -> ExtractionResult:
-    """Rebuild the combined result of stored answers (first answer, then gleanings) without a model.
+    """Rebuild the combined result of stored answers (first answer, then gleanings) without a model
+    (``max_records``: as for :func:`extract_records`, e.g. ``max_records_for(chunk_text)``).
 
     >>> parse_answers(['("entity"<|>A<|>x<|>d)', '("entity"<|>B<|>x<|>d)', '<|COMPLETE|>']).entities[1].name
     'B'
     """
-    return _combine(parse_extraction(answer, fmt, chunk_id=chunk_id) for answer in answers)
+    return _combine(
+        (parse_extraction(answer, fmt, chunk_id=chunk_id, max_records=max_records) for answer in answers), max_records
+    )
 
 
 # --- prompts and the model loop -------------------------------------------------------
@@ -341,7 +423,9 @@ async def extract_records(
 ) -> ChunkExtraction:
     """Extract a chunk with at most ``1 + config.max_gleaning`` calls to ``ask``.
 
-    Gleaning stops early once an answer brings no new entity name and no new relation pair.
+    Gleaning stops early once an answer brings no new entity name and no new relation pair. The chunk keeps
+    at most :func:`max_records_for` records (the rest are counted in ``result.dropped``), and lone surrogates
+    in the answers become U+FFFD (so the answers and records can be stored).
 
     >>> import asyncio
     >>> async def ask(prompt): return '("entity"<|>Alice<|>person<|>A navigator.)<|COMPLETE|>'
@@ -349,14 +433,16 @@ async def extract_records(
     >>> len(done.answers), [e.name for e in done.result.entities]
     (2, ['ALICE'])
     """
-    fmt = config.format
-    answers = [await ask(build_extraction_prompt(text, config))]
-    result = parse_extraction(answers[0], fmt, chunk_id=chunk_id)
+    fmt, cap = config.format, max_records_for(text)
+    answers = [replace_surrogates(await ask(build_extraction_prompt(text, config)))]
+    result = parse_extraction(answers[0], fmt, chunk_id=chunk_id, max_records=cap)
     for _ in range(config.max_gleaning):
-        answers.append(await ask(build_gleaning_prompt(text, config, answers)))
-        gleaned = parse_extraction(answers[-1], fmt, chunk_id=chunk_id)
+        answers.append(replace_surrogates(await ask(build_gleaning_prompt(text, config, answers))))
+        gleaned = parse_extraction(answers[-1], fmt, chunk_id=chunk_id, max_records=cap)
         known = _keys(result)
-        result = _combine([result, gleaned])
+        result = _combine([result, gleaned], cap)
         if _keys(gleaned) <= known:
             break
+    if result.dropped:
+        logger.warning("chunk %s: %d records over the cap of %d dropped", chunk_id or "?", result.dropped, cap)
     return ChunkExtraction(answers=answers, result=result)

@@ -34,8 +34,15 @@ RECORD_CHUNK_LIKE = f"{_RECORD_CHUNK_PREFIX}%"
 
 
 def digest(*parts: str) -> str:
-    """A short content hash of ``parts`` (the ids of chunks, documents, cache entries and vectors)."""
-    return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:32]
+    """A short content hash of ``parts`` (the ids of chunks, documents, cache entries and vectors).
+
+    Text is hashed as UTF-8; a lone surrogate (which UTF-8 cannot encode) is hashed as its UTF-8-style bytes
+    (``surrogatepass``) instead of raising, so every string has an id and other text keeps the ids it had.
+
+    >>> digest("Saltmere"), digest("Salt\\udc80mere") != digest("Salt\\ufffdmere")
+    ('8a0b3f3bb2c90aedb21928648269390a', True)
+    """
+    return hashlib.sha256("\x1f".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def chunk_id(text: str) -> str:

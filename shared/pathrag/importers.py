@@ -95,6 +95,7 @@ import networkx as nx
 import numpy as np
 
 from ._sync import run_sync
+from .files import check_regular_file
 from .graph import GraphStore
 from .ids import chunk_id, entity_vector_id, relation_vector_id
 from .indexing import PathRAGIndex
@@ -102,7 +103,7 @@ from .merging import join_descriptions, merge_records, relation_key
 from .models import Entity, Relation
 from .names import clean_description, normalize_name, normalize_type, split_keywords
 from .vector_items import aput_vectors, chunk_metadata, entity_vector_item, relation_vector_item
-from .vectors import VectorIndex, VectorItem
+from .vectors import VectorIndex, VectorItem, checked_vectors
 
 __all__ = ["ImportSummary", "import_graph_documents", "import_lightrag", "import_openie", "import_property_graph"]
 
@@ -288,6 +289,7 @@ def import_lightrag(
     """
     root = Path(directory)
     graph_file = root / LIGHTRAG_GRAPH
+    check_regular_file(graph_file)  # a FIFO would block the read forever
     if not graph_file.is_file():
         raise ValueError(f"{root} has no {LIGHTRAG_GRAPH}: not a LightRAG/PathRAG working directory")
     try:
@@ -358,7 +360,7 @@ def import_openie(
     """
     name = "openie"
     if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
+        path = check_regular_file(source)
         name = path.stem
         try:
             source = json.loads(path.read_text(encoding="utf-8"))
@@ -555,6 +557,7 @@ def _read_json_object(path: Path) -> dict[str, Any]:
     """A JSON object file ({} when absent)."""
     if not path.exists():
         return {}
+    check_regular_file(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -592,7 +595,11 @@ def _lightrag_vectors(root: Path, target: _Target) -> dict[str, dict[str, np.nda
             )
         dim, rows = _nano_vectors(path)
         embedder = getattr(index, "embedder", None)
-        if embedder is not None and rows and len(embedder.embed(["dimension check"])[0]) != dim:
+        if (
+            embedder is not None
+            and rows
+            and len(checked_vectors(embedder, embedder.embed(["dimension check"]), 1)[0]) != dim
+        ):
             raise ValueError(
                 f"{path.name} holds {dim}-dimensional vectors but the {name} index embeds to another "
                 f"dimension: reusing vectors needs the embedding model that made them"

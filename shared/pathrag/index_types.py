@@ -8,10 +8,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .extraction import ExtractionConfig
 from .ids import digest
+from .names import replace_surrogates
 from .tokens import TokenCounter
 
 __all__ = ["ChunkFailure", "DeleteSummary", "Document", "IndexConfig", "InsertSummary", "as_documents"]
@@ -20,7 +21,9 @@ __all__ = ["ChunkFailure", "DeleteSummary", "Document", "IndexConfig", "InsertSu
 class Document(BaseModel):
     """A document to index: its text, or its chunks already split (the adapters use their splitters).
 
-    Without ``chunks`` the whole text is one chunk. Without ``id`` the id is a hash of the content.
+    Without ``chunks`` the whole text is one chunk. Without ``id`` the id is a hash of the content. Lone
+    surrogates in ``text`` and ``chunks`` (text no encoding can write, e.g. from ``errors="surrogateescape"``)
+    become U+FFFD; an ``id`` holding one is refused (a changed id would not find the document again).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -29,6 +32,23 @@ class Document(BaseModel):
     id: str | None = None
     chunks: tuple[str, ...] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("text")
+    @classmethod
+    def _encodable_text(cls, text: str) -> str:
+        return replace_surrogates(text)
+
+    @field_validator("chunks")
+    @classmethod
+    def _encodable_chunks(cls, chunks: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if chunks is None else tuple(replace_surrogates(c) for c in chunks)
+
+    @field_validator("id")
+    @classmethod
+    def _encodable_id(cls, id: str | None) -> str | None:
+        if id is not None and replace_surrogates(id) != id:
+            raise ValueError(f"document id {id!r} holds a lone surrogate (not encodable as UTF-8)")
+        return id
 
     def chunk_texts(self) -> list[str]:
         """The texts to index: ``chunks`` if given, else the whole ``text``; blank ones are dropped."""
@@ -92,6 +112,8 @@ class InsertSummary:
     """Known documents given again with no text: removed, as :meth:`PathRAGIndex.delete` would."""
     replaced: list[str] = field(default_factory=list)
     """Ids of documents the index already held that got new content (counted in ``documents`` too)."""
+    records_dropped: int = 0
+    """Extracted records over the per-chunk cap (:func:`pathrag.extraction.max_records_for`), not kept."""
 
     @property
     def tokens(self) -> int:

@@ -15,6 +15,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 
 from .ids import digest
 from .llm import LanguageModel
+from .names import replace_surrogates
 from .records import StringTable
 from .tokens import TokenCounter, count_tokens
 
@@ -84,6 +85,7 @@ class LLMCaller:
                 async with calls.semaphore:  # the limit covers calls, not back-off sleeps
                     calls.calls += 1
                     answer = await llm.acomplete(prompt)
+        answer = replace_surrogates(answer)  # a lone surrogate could not be cached, stored or sent on
         calls.prompt_tokens += self.usage_tokens(prompt)
         calls.completion_tokens += self.usage_tokens(answer)
         if self.use_cache and self.cache is not None:

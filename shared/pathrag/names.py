@@ -26,7 +26,9 @@ __all__ = [
     "clean_description",
     "normalize_name",
     "normalize_type",
+    "replace_surrogates",
     "split_keywords",
+    "truncate",
 ]
 
 # the quote marks stripped around names (the extraction parser also reads fields wrapped in them)
@@ -199,6 +201,37 @@ def clean_description(text: str) -> str:
     if len(text) > 1 and (text[0], text[-1]) in {('"', '"'), ("'", "'"), ("“", "”"), ("‘", "’"), ("`", "`")}:
         text = " ".join(text[1:-1].split())
     return text
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def replace_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (a code point no UTF encoding can write: ``"\\ud800"``, as a
+    model's or a decoder's ``surrogateescape`` output may hold) replaced by U+FFFD; other text is returned as is.
+
+    >>> replace_surrogates("Saltmere \\udc80harbour")
+    'Saltmere \ufffdharbour'
+    """
+    if text.isascii() or text.isprintable():  # the usual case: isprintable is false for every surrogate
+        return text
+    return _SURROGATES.sub("\ufffd", text)
+
+
+TRUNCATION_MARK = " …"
+"""What :func:`truncate` puts at the end of a text it cut."""
+
+
+def truncate(text: str, max_chars: int) -> str:
+    """``text`` if it has at most ``max_chars`` characters, else its beginning ending with
+    :data:`TRUNCATION_MARK` (`` …``), ``max_chars`` characters in all.
+
+    >>> truncate("A harbour pilot.", 100), truncate("A harbour pilot of Saltmere.", 12)
+    ('A harbour pilot.', 'A harbour …')
+    """
+    if len(text) <= max_chars:
+        return text
+    return text[: max(max_chars - len(TRUNCATION_MARK), 0)].rstrip() + TRUNCATION_MARK
 
 
 def split_keywords(fields: Iterable[str]) -> list[str]:

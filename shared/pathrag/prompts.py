@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from .names import truncate
+
 __all__ = [
     "DEFAULT_ENTITY_TYPES",
     "DEFAULT_LANGUAGE",
@@ -35,6 +37,8 @@ __all__ = [
     "EVIDENCE_INSTRUCTIONS",
     "PASSAGE_INSTRUCTIONS",
     "ANSWER_TEMPLATE",
+    "SUMMARY_DESCRIPTION_MAX_CHARS",
+    "SUMMARY_INPUT_MAX_CHARS",
     "build_summary_prompt",
 ]
 
@@ -169,15 +173,41 @@ lending){completion_delimiter}""",
 )
 
 
+SUMMARY_DESCRIPTION_MAX_CHARS = 4_000
+"""The most characters (about 1,000 tokens) of one description a summary prompt lists; a longer one
+(model output is untrusted: one answer held a 1 MB description) is cut, ending with `` …``."""
+
+SUMMARY_INPUT_MAX_CHARS = 40_000
+"""The most characters (about 10,000 tokens) of descriptions one summary prompt lists in all: the descriptions
+after that are left out (the prompt says how many), so a prompt stays under about 42,000 characters."""
+
+
 def build_summary_prompt(
     name: str, descriptions: Iterable[str], *, language: str = DEFAULT_LANGUAGE, max_words: int = 200
 ) -> str:
     """Prompt asking to merge several descriptions of one entity or relation (e.g. ``"ALICE -> BOB"``).
 
+    Bounded whatever the descriptions: each is cut to :data:`SUMMARY_DESCRIPTION_MAX_CHARS` characters and
+    the list stops before :data:`SUMMARY_INPUT_MAX_CHARS` (the rest are counted, not listed). Descriptions
+    within both caps give the same prompt as with no cap.
+
     >>> "at most 80 words" in build_summary_prompt("BOB", ["x", "y"], max_words=80)
     True
+    >>> len(build_summary_prompt("BOB", ["word " * 1_000_000] * 100)) < 42_000
+    True
     """
-    listed = "\n".join(f"- {' '.join(d.split())}" for d in descriptions)
+    lines: list[str] = []
+    size, left_out = 0, 0
+    for description in descriptions:
+        line = f"- {truncate(' '.join(description.split()), SUMMARY_DESCRIPTION_MAX_CHARS)}"
+        if left_out or size + len(line) + 1 > SUMMARY_INPUT_MAX_CHARS:
+            left_out += 1
+            continue
+        lines.append(line)
+        size += len(line) + 1
+    if left_out:
+        lines.append(f"- ({left_out:,} more descriptions left out: too long to list)")
+    listed = "\n".join(lines)
     return SUMMARY_PROMPT.format(name=name, descriptions=listed, language=language, max_words=max_words)
 
 

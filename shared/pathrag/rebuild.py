@@ -19,18 +19,25 @@ from .graph import GraphStore
 from .ids import digest, entity_vector_id, relation_vector_id
 from .merging import merge_records, relation_key
 from .models import Entity, Relation
+from .names import truncate
 from .prompts import build_summary_prompt
 from .records import RecordTables, StringTable, cited
 from .tokens import TokenCounter, count_tokens
 from .vector_items import chunk_metadata, entity_vector_item, relation_vector_item
 from .vectors import VectorIndex, VectorItem
 
-__all__ = ["Rebuilt", "Summariser", "rebuild", "sync_chunk_vectors"]
+__all__ = ["UNSUMMARISED_MAX_CHARS", "Rebuilt", "Summariser", "rebuild", "sync_chunk_vectors"]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T", Entity, Relation)
 
 Ask = Callable[[str], Awaitable[str]]
+
+UNSUMMARISED_MAX_CHARS = 4_000
+"""The most characters (about 1,000 tokens) of a description over the summary threshold that the graph keeps
+when no summary is made (no LLM, a failed call, an empty answer), and of a summary answer: the rest is cut and
+the text ends with `` …``. The chunk records keep every description whole, so a later rebuild with a working
+LLM summarises all of it (within :data:`pathrag.prompts.SUMMARY_INPUT_MAX_CHARS`)."""
 
 
 @dataclass
@@ -45,7 +52,10 @@ class Rebuilt:
 
 class Summariser:
     """Replaces a merged description longer than ``threshold_tokens`` with an LLM summary, remembered in
-    ``summaries`` by its exact prompt (so a rebuild of the same records never asks again)."""
+    ``summaries`` by its exact prompt (so a rebuild of the same records never asks again).
+
+    Bounded on hostile input: the prompt is capped (see :func:`pathrag.prompts.build_summary_prompt`), and a
+    long description that gets no summary, like a summary answer, is cut to :data:`UNSUMMARISED_MAX_CHARS`."""
 
     def __init__(
         self,
@@ -64,22 +74,21 @@ class Summariser:
 
     async def summarise(self, item: T, label: str, records: Sequence[Entity | Relation], ask: Ask | None) -> T:
         """``item`` with its description summarised when too long (``ask``: ``None`` without an LLM, then
-        only a remembered summary is used; a failed call keeps the joined descriptions)."""
+        only a remembered summary is used; without a summary, or after a failed call, the joined descriptions
+        are kept, cut to :data:`UNSUMMARISED_MAX_CHARS`)."""
         description = item.description
         if count_tokens(description, self.token_counter) <= self.threshold_tokens:
             return item
         parts = list(dict.fromkeys(r.description.strip() for r in records if r.description.strip()))
         prompt = build_summary_prompt(label, parts, language=self.language, max_words=self.max_words)
         key = digest(prompt)
-        if key not in self.summaries:
-            if ask is None:
-                return item  # nothing to summarise with: keep the full text rather than fail
+        if key not in self.summaries and ask is not None:
             try:
                 self.summaries[key] = " ".join((await ask(prompt)).split())
             except Exception as exc:
                 logger.warning("summary of %s failed, keeping the joined descriptions: %r", label, exc)
-                return item
-        return item.model_copy(update={"description": self.summaries[key] or description})
+        summary = self.summaries.get(key) or description  # no LLM, a failed call or an empty answer
+        return item.model_copy(update={"description": truncate(summary, UNSUMMARISED_MAX_CHARS)})
 
 
 async def rebuild(

@@ -19,7 +19,9 @@ import json
 import os
 import re
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -43,6 +45,27 @@ class Embedder(Protocol):
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
         """Async twin of :meth:`embed`."""
         ...
+
+
+def checked_vectors(embedder: Any, vectors: Any, count: int) -> Sequence[Sequence[float]]:
+    """``vectors``, after checking that ``embedder`` returned one per text (``count`` texts): else a
+    :class:`ValueError` naming the embedder and both counts, never an ``IndexError`` further on.
+
+    >>> checked_vectors(HashingEmbedder(), [], 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: the embedder HashingEmbedder returned 0 vectors for 1 text: an embedder returns one vector per text
+    """
+    found = len(vectors) if hasattr(vectors, "__len__") and not isinstance(vectors, (str, bytes, Mapping)) else None
+    if found == count:
+        return vectors  # type: ignore[no-any-return]
+    name = getattr(embedder, "name", None)
+    what = type(embedder).__name__ + (f" ({name})" if isinstance(name, str) and name else "")
+    got = f"{found} vectors" if found is not None else f"a {type(vectors).__name__}"
+    raise ValueError(
+        f"the embedder {what} returned {got} for {count} text{'s' * (count != 1)}: an embedder returns one "
+        "vector per text"
+    )
 
 
 @dataclass(frozen=True)
@@ -101,22 +124,38 @@ class HashingEmbedder(Embedder):
     """Deterministic embeddings from hashed words and character trigrams; no model, no network.
 
     Texts sharing words land close together, which is enough for tests and the offline demo.
+
+    Bounded on any input: a word (``\\w+``) longer than :attr:`MAX_WORD_CHARS` (256) characters is hashed by
+    its first 256 (other words hash as they always did, so stored vectors stay valid), and the memo of hashed
+    words keeps the :attr:`MEMO_WORDS` (32,768) most recently hashed words of at most :attr:`MEMO_MAX_WORD_CHARS`
+    (32) characters (about 30 MB at most; longer words are hashed again each time).
     """
+
+    MAX_WORD_CHARS = 256
+    MEMO_WORDS = 32_768
+    MEMO_MAX_WORD_CHARS = 32
 
     def __init__(self, dimensions: int = 256) -> None:
         if dimensions < 8:
             raise ValueError("dimensions must be at least 8")
         self.dimensions = dimensions
-        self._words: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._words: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     def _word(self, word: str) -> tuple[np.ndarray, np.ndarray]:
-        """Slots and signs of a word and its character trigrams (memoised: vocabularies repeat)."""
+        """Slots and signs of a word and its character trigrams (memoised, oldest out first)."""
         found = self._words.get(word)
-        if found is None:
-            padded = f"#{word}#"
-            features = [word, *(padded[i : i + 3] for i in range(len(padded) - 2))]
-            codes = np.array([zlib.crc32(f.encode("utf-8")) for f in features], dtype=np.uint64)
-            found = self._words[word] = (codes % self.dimensions, np.where(codes >> 31, 1.0, -1.0))
+        if found is not None:
+            return found  # first in, first out: a frequent word evicted is soon hashed and memoised again
+        word = word[: self.MAX_WORD_CHARS]
+        padded = f"#{word}#"
+        features = [word, *(padded[i : i + 3] for i in range(len(padded) - 2))]
+        codes = np.array([zlib.crc32(f.encode("utf-8", "surrogatepass")) for f in features], dtype=np.uint64)
+        found = (codes % self.dimensions, np.where(codes >> 31, 1.0, -1.0))
+        if len(word) <= self.MEMO_MAX_WORD_CHARS:
+            self._words[word] = found
+            while len(self._words) > self.MEMO_WORDS:
+                with suppress(KeyError):  # emptied by another thread meanwhile
+                    self._words.popitem(last=False)
         return found
 
     @override
@@ -152,8 +191,7 @@ class InMemoryVectorIndex(VectorIndex):
         return item_id in self._items
 
     def _store(self, items: Sequence[VectorItem], vectors: Sequence[Sequence[float]]) -> None:
-        if len(vectors) != len(items):
-            raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(items)} texts")
+        vectors = checked_vectors(self.embedder, vectors, len(items))
         arrays = [_unit(np.asarray(vector, dtype=np.float32)) for vector in vectors]
         held = next(iter(self._vectors.values()), None)
         sizes = {len(a) for a in arrays} | ({len(held)} if held is not None else set())
@@ -205,11 +243,11 @@ class InMemoryVectorIndex(VectorIndex):
 
     @override
     def query(self, text: str, k: int) -> list[VectorHit]:
-        return self._search(self.embedder.embed([text])[0], k)
+        return self._search(checked_vectors(self.embedder, self.embedder.embed([text]), 1)[0], k)
 
     @override
     async def aquery(self, text: str, k: int) -> list[VectorHit]:
-        return self._search((await self.embedder.aembed([text]))[0], k)
+        return self._search(checked_vectors(self.embedder, await self.embedder.aembed([text]), 1)[0], k)
 
     @override
     def delete(self, ids: Iterable[str]) -> None:

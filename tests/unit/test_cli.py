@@ -16,6 +16,7 @@ import sys
 from html.parser import HTMLParser
 from itertools import pairwise
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -235,6 +236,49 @@ def test_mermaid_escapes_labels() -> None:
         '    n2["#35;1 PIER"]',
         '    n1 -- "related" --> n2',
     ]
+
+
+HOSTILE_NAMES = [
+    '%%{init: {"theme": "forest", "securityLevel": "loose"}}%%',
+    "%% a comment",
+    "A <img src=x onerror=alert(1)>",
+    '<a href="javascript:alert(1)">click</a>',
+    "<b>bold</b> <script>alert(1)</script>",
+    'x"]; click n1 call alert(1); n9["y',
+    "#quot; &amp; &lt; #35;",
+    "`markdown` **bold** $$x^2$$",
+    "a|b;c [x]{y}(z) \\ :::cls",
+    "style n1 fill:#f00;",
+]
+
+
+def test_mermaid_escapes_directives_markup_and_syntax_in_names_and_keywords() -> None:
+    """Only letters, digits, spaces, ``-_.,/()'!?+@`` and entity codes reach a label (issue 24): no ``%`` of a
+    directive, no ``<>&`` of markup, no quote, bracket, brace, ``;``, ``:``, ``|``, backtick, ``$`` or ``\\``.
+    scripts/check_mermaid.py renders the same names with Mermaid itself."""
+    names = [*HOSTILE_NAMES, "Zoë → 😀"]
+    relations = {
+        (a, b): SimpleNamespace(source=a, target=b, keywords=[b, "<b>x</b> %%{init: {}}%%"]) for a, b in pairwise(names)
+    }
+    text = to_mermaid(dict.fromkeys(names), relations, [names[0]])
+    labels = []
+    for line in text.splitlines()[1:]:
+        node = re.fullmatch(r'    n\d+\["([^"]*)"\]', line)
+        edge = re.fullmatch(r'    n\d+ -- "([^"]*)" --> n\d+', line)
+        assert node or edge or line.startswith(("    classDef seed ", "    class n1 seed")), line
+        if node or edge:
+            labels.append((node or edge)[1])  # type: ignore[index]
+    assert len(labels) == len(names) + len(relations)
+    for label in labels:
+        plain = re.sub(r"#(?:quot|\d+);", "", label)
+        assert all(ch.isalnum() or ch in " -_.,/()'!?+@" for ch in plain), label
+    decoded = [re.sub(r"#(quot|\d+);", lambda m: '"' if m[1] == "quot" else chr(int(m[1])), x) for x in labels]
+    assert decoded[: len(names)] == [" ".join(n.split()) for n in names]
+    assert labels[0] == (
+        "#37;#37;#123;init#58; #123;#quot;theme#quot;#58; #quot;forest#quot;, #quot;securityLevel#quot;#58; "
+        "#quot;loose#quot;#125;#125;#37;#37;"
+    )
+    assert labels[2] == "A #60;img src#61;x onerror#61;alert(1)#62;"
 
 
 class _Checker(HTMLParser):

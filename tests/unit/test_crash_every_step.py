@@ -107,15 +107,16 @@ def cached_keys(directory: Path) -> set[str]:
         conn.close()
 
 
-def run_killed(directory: Path, operation: str, k: int) -> bool:
-    """Run ``operation`` on the store in a forked child that kills itself after write step ``k``.
+def run_killed(directory: Path, operation: str, k: int, opener: Callable[[Path], PathRAGIndex] | None = None) -> bool:
+    """Run ``operation`` on the store (opened by ``opener``, default :func:`open_index`) in a forked child
+    that kills itself after write step ``k``.
 
     Returns True if the child died by SIGKILL, False if the operation finished first."""
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         code = 1
         try:
-            index = open_index(directory)
+            index = (opener or open_index)(directory)
             store_module.write_steps = 0
             store_module.crash_after_write = k
             OPERATIONS[operation](index)
@@ -262,3 +263,84 @@ def test_the_environment_variable_kills_a_real_interpreter(base: Path, tmp_path:
     )
     assert proc.returncode == -signal.SIGKILL and "finished" not in proc.stdout
     assert state(trial) == before
+
+
+# -- issue 24 row 9: summaries paid before a kill are not paid again ------------------------------------
+
+SUMMARISED = [  # each entity and relation is described again: merged descriptions that get summarised
+    Document(
+        id="S",
+        chunks=(
+            "ENTITY Mara | person | Retired harbour pilot who still rows every morning.\n"
+            "ENTITY Saltmere | location | A fishing town on a grey and windy coast.\n"
+            "LINK Mara | Saltmere | Mara was born in Saltmere and never left it. | home | 6",
+            "ENTITY Ida | person | Engineer who designs the new northern sea walls.\n"
+            "LINK Ida | Saltmere | Ida moved to Saltmere to rebuild its harbour walls. | work | 4",
+        ),
+    )
+]
+
+
+def summary_prompts(prompts: list[str]) -> list[str]:
+    return sorted(p for p in prompts if p.rstrip().endswith("Merged description:"))
+
+
+def saved_summaries(directory: Path) -> set[str]:
+    conn = sqlite3.connect(directory / store_module.STORE_FILE)
+    try:
+        return {key for (key,) in conn.execute("SELECT key FROM summaries")}
+    finally:
+        conn.close()
+
+
+def test_summaries_paid_before_a_kill_are_never_paid_again(
+    base: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24 row 9: a kill inside a commit made the re-run pay every summary again (they were kept in
+    the rolled-back transaction). The plan runs outside the transaction now and each summary is saved the
+    moment it arrives: after a kill at any write step, the re-run asks only the summaries never answered,
+    and none at all once the commit's transaction had started. The LLM answer cache is off, so the
+    summaries table alone is what saves them."""
+    from pathrag.ids import digest
+
+    def summarising(directory: Path, llm: ScriptedLLM | None = None) -> PathRAGIndex:
+        config = IndexConfig(max_concurrency=1, summary_threshold_tokens=5, cache=False)
+        return PathRAGIndex(directory, llm=llm or ScriptedLLM(), embedder=HashingEmbedder(64), config=config)
+
+    OPERATIONS["summaries"] = lambda index: index.insert(SUMMARISED)
+    try:
+        clean = tmp_path / "clean"
+        shutil.copytree(base, clean)
+        llm = ScriptedLLM()
+        index = summarising(clean, llm)
+        store_module.write_steps = 0
+        index.insert(SUMMARISED)
+        steps = store_module.write_steps
+        index.close()
+        paid = {digest(p): p for p in summary_prompts(llm.prompts)}
+        assert len(paid) >= 4  # the case is one that summarises
+
+        inside_commit = 0
+        for k in range(1, steps + 1):
+            trial = tmp_path / f"k{k}"
+            shutil.copytree(base, trial)
+            assert run_killed(trial, "summaries", k, summarising)
+            unanswered = set(paid) - saved_summaries(trial)
+            survivor = ScriptedLLM()
+            rerun = summarising(trial, survivor)
+            committed = "S" in rerun.documents
+            rerun.insert(SUMMARISED)
+            rerun.close()
+            assert summary_prompts(survivor.prompts) == sorted(paid[key] for key in unanswered), f"step {k}"
+            if not unanswered and not committed:  # killed after every summary was paid, before the commit
+                inside_commit += 1
+                assert summary_prompts(survivor.prompts) == []
+            shutil.rmtree(trial)
+        assert inside_commit >= 1  # some kills did land between the last summary and the commit
+        with capsys.disabled():
+            print(
+                f"\nsummaries: {len(paid)} summary calls, {steps} write steps; {inside_commit} kills after every "
+                "summary was paid and before the commit: 0 summary calls on their re-run"
+            )
+    finally:
+        del OPERATIONS["summaries"]

@@ -720,3 +720,49 @@ def test_parse_answers_combines_and_counts() -> None:
 )
 def test_inline_fences_never_make_or_hide_the_completion_marker(answer: str, names: list[str]) -> None:
     assert sorted(e.name for e in parse_extraction(answer).entities) == names
+
+
+# -- hostile answers: records over the per-chunk cap, lone surrogates --------------------------
+
+
+def _flood(count: int) -> str:
+    half = count // 2
+    records = [f'("entity"<|>E{i}<|>person<|>Person {i}.)' for i in range(half)]
+    records += [f'("relationship"<|>E{i}<|>E{i + 1}<|>Knows.<|>knows<|>5)' for i in range(count - half)]
+    return "##\n".join(records) + "<|COMPLETE|>"
+
+
+async def test_records_over_the_per_chunk_cap_are_dropped_and_counted() -> None:
+    import time
+
+    from pathrag.extraction import MIN_RECORDS_PER_CHUNK, max_records_for
+
+    chunk = "Mara lives in Saltmere by the harbour. !"  # 40 characters: the floor applies
+    assert max_records_for(chunk) == MIN_RECORDS_PER_CHUNK == 200
+    model = ScriptedModel(_flood(100_000), _flood(10))
+    started = time.perf_counter()
+    done = await extract_records(chunk, model, ExtractionConfig(max_gleaning=1), chunk_id="c")
+    assert time.perf_counter() - started < 10  # 0.4 s here; every record accepted took 53 s before the cap
+    kept = len(done.result.entities) + len(done.result.relations)
+    assert kept == 200 and [e.name for e in done.result.entities[:2]] == ["E0", "E1"]  # the first ones, in order
+    assert done.result.dropped == 100_000 - 200 + 5  # the gleaning repeats 5 entities and brings 5 new relations
+    assert parse_answers(done.answers, chunk_id="c", max_records=200) == done.result  # a replay keeps the same records
+    assert max_records_for("x" * 4_800) == 480  # longer chunks: one record per 10 characters
+
+
+def test_identical_records_do_not_use_up_the_cap() -> None:
+    answer = "##".join([EA] * 500 + [EB])
+    result = parse_extraction(answer, max_records=2)
+    assert summary(result)[0] == [A, B] and result.dropped == 0
+
+
+async def test_a_lone_surrogate_keeps_the_chunks_valid_records() -> None:
+    answer = '("entity"<|>Alice<|>person<|>A navi\udcc3gator.)##("entity"<|>Bob\ud800<|>person<|>A cook.)<|COMPLETE|>'
+    done = await extract_records("text", ScriptedModel(answer, "<|COMPLETE|>"), ExtractionConfig(), chunk_id="c")
+    assert [(e.name, e.description) for e in done.result.entities] == [
+        ("ALICE", "A navi\ufffdgator."),
+        ("BOB\ufffd", "A cook."),
+    ]
+    for text in (*done.answers, *(e.model_dump_json() for e in done.result.entities)):
+        text.encode("utf-8")  # storable: no lone surrogate left
+    assert parse_extraction(answer, chunk_id="c").entities == done.result.entities

@@ -79,6 +79,9 @@ def test_every_damaged_file_is_a_one_line_error_naming_it_or_nothing_is_lost(
     by = {(r.file, r.damage): r.outcome for r in results}
     # a garbled WAL header made SQLite drop every commit in it silently: now an error
     assert by["pathrag.sqlite-wal (killed writer)", "garbled"] == "error"
+    # so did a damaged frame inside it (the header intact): every frame from it on, committed ones too
+    for damage in kit.WAL_FRAME_DAMAGE:
+        assert by["pathrag.sqlite-wal (killed writer)", damage] == "error"
     assert by["pathrag.sqlite (closed store)", "garbled"] == "error"
     from typer.testing import CliRunner
 

@@ -189,7 +189,7 @@ def test_a_store_that_cannot_be_written_fails_before_any_llm_call(tmp_path: Path
         path.chmod(0o555 if path.is_dir() else 0o444)
     llm = ScriptedLLM()
     try:
-        with pytest.raises(StoreError, match="cannot be written"):
+        with pytest.raises(StoreError, match="is read-only: cannot write"):
             make(store, llm).insert([doc(2)])
         assert llm.calls == 0
     finally:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..files import NotARegularFile, check_regular_file
 from ..llm import LanguageModel, as_language_model
 from ..storage import Journal
 from ..tokens import TokenCounter, count_tokens
@@ -91,33 +92,54 @@ def write_questions(path: str | Path, questions: Iterable[Question]) -> None:
 def read_questions(path: str | Path) -> list[Question]:
     """Load questions from JSON lines (as written by :func:`write_questions`) or plain text, one per line.
 
-    Blank lines and duplicates are skipped. Raises :class:`EvaluationError` if the file holds none.
+    Blank lines and duplicates are skipped. The first question line decides the format: when it is a JSON
+    object, every line must be one with a ``"question"`` text; in plain text, a line starting with ``{`` (a
+    damaged JSON line, most likely) is refused too, never taken as a question. Raises
+    :class:`EvaluationError` naming the file and line for such a line, for a FIFO, socket or device (reading
+    one would block), or if the file holds no question.
     """
+    try:
+        path = check_regular_file(path)
+    except NotARegularFile as exc:
+        raise EvaluationError(str(exc)) from None
     found: dict[str, Question] = {}
-    for line in Path(path).read_text(encoding="utf-8-sig").splitlines():
-        question = _question_line(line.strip())
-        if question is not None:
-            found.setdefault(question.id, question)
+    json_lines: bool | None = None
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        row = _json_object(line)
+        if json_lines is None:
+            json_lines = row is not None
+        question = _question_line(line, row, json_lines=json_lines, where=f"{path} line {number}")
+        found.setdefault(question.id, question)
     if not found:
         raise EvaluationError(f"no questions in {path}")
     return list(found.values())
 
 
-def _question_line(line: str) -> Question | None:
-    """The question on one line of a questions file: a JSON object of :func:`write_questions`, or the text."""
-    if not line:
+def _json_object(line: str) -> dict[str, Any] | None:
+    """The JSON object on ``line``; ``None`` when it holds none."""
+    if not line.startswith("{"):
         return None
-    row: Any = None
-    if line.startswith("{"):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            row = None
-    if not isinstance(row, dict):
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def _question_line(line: str, row: dict[str, Any] | None, *, json_lines: bool, where: str) -> Question:
+    """The question on one line of a questions file: ``row``, its JSON object of :func:`write_questions`, or
+    the text. Raises :class:`EvaluationError` naming ``where`` for a line that is neither."""
+    if row is None:
+        if json_lines or line.startswith("{"):
+            expected = "one JSON object per line, as in the first" if json_lines else "one question per line"
+            raise EvaluationError(f"{where} is not a JSON object of a question: expected {expected}")
         return Question(line)
     value = row.get("question") or row.get("text")
     if not (isinstance(value, str) and value.strip()):
-        return None
+        raise EvaluationError(f'{where} has no "question" text')
     return Question(value.strip(), str(row.get("user") or ""), str(row.get("task") or ""))
 
 

@@ -145,6 +145,19 @@ def _settings(config: EvalConfig | None, settings: Mapping[str, Any]) -> EvalCon
     return replace(config or EvalConfig(), **settings)
 
 
+def check_run_dir(run_dir: str | Path) -> Path:
+    """``run_dir`` as a :class:`~pathlib.Path`, after refusing one that is (or lies under) a file with an
+    :class:`EvaluationError` saying so; a folder that does not exist yet is made by the run."""
+    path = Path(run_dir)
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        where = "" if existing == path else f" ({existing} is not a folder)"
+        raise EvaluationError(
+            f"the run folder {path} is not a folder{where}: give a new folder, or an earlier run's to resume it"
+        )
+    return path
+
+
 class Evaluation:
     """One evaluation run in ``run_dir`` (None: nothing is written, nothing can be resumed).
 
@@ -179,7 +192,7 @@ class Evaluation:
         calls: ModelCalls | None = None,
         **settings: Any,
     ) -> None:
-        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self.run_dir = check_run_dir(run_dir) if run_dir is not None else None
         self.llm = as_language_model(llm, name="answer-model")
         self.judge_llm = as_language_model(judge_llm, name="judge-model") if judge_llm is not None else self.llm
         self.question_llm = (

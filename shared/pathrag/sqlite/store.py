@@ -16,12 +16,15 @@ right after its k-th write step, which lets a test stop a commit at each of its 
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import errno
 import logging
 import os
 import signal
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -71,16 +74,17 @@ class SQLiteStore:
     before it. Both connections are guarded by locks, so threads may share one store object.
     """
 
-    def __init__(self, directory: str | os.PathLike[str], *, create: bool = True) -> None:
+    def __init__(
+        self, directory: str | os.PathLike[str], *, create: bool = True, initial_meta: Mapping[str, Any] | None = None
+    ) -> None:
         self.directory = Path(directory)
         self.path = self.directory / STORE_FILE
         if not self.path.exists():
             if not create:
                 raise StoreError(f"no pathrag store at {self.directory}")
-            try:
-                self.directory.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(f"cannot create the store directory {self.directory}: {exc}") from exc
+            _create(self.path, initial_meta or {})
+        self.read_only = not _writable(self.directory, self.path)
+        """Opened for reading only (a read-only file, directory or mount): every write is refused."""
         self._writer: sqlite3.Connection | None = None
         self._readers: list[sqlite3.Connection] = []  # one per thread (see _r)
         self._local = threading.local()
@@ -90,15 +94,24 @@ class SQLiteStore:
         self._depth = 0
         check_wal(self.path)
         try:
-            found = dict(self._w().execute("SELECT key, value FROM meta").fetchall())
+            found = self._read_meta()
         except sqlite3.DatabaseError as exc:
             raise StoreError(
                 f"cannot open {self.path}: {exc} (restore it from a backup, or rebuild the store with a new directory)"
             ) from exc
-        if found.get("format", FORMAT) != FORMAT or int(found.get("format_version", FORMAT_VERSION)) > FORMAT_VERSION:
+        try:
+            version = int(found.get("format_version", FORMAT_VERSION))
+        except (TypeError, ValueError):
+            raise StoreError(
+                f"{self.path} records format_version {found['format_version']!r}, not a number: its meta table is "
+                "damaged (restore it from a backup, or rebuild the store in a new directory)"
+            ) from None
+        if found.get("format", FORMAT) != FORMAT or version > FORMAT_VERSION:
             raise StoreFormatError(self.path, (found.get("format"), found.get("format_version")), FORMAT_VERSION)
-        self.format_version = int(found.get("format_version", FORMAT_VERSION))
+        self.format_version = version
         """The store's format as this object writes it (a store it could not upgrade stays at 1)."""
+        if self.read_only:
+            return
         if "format" not in found:
             self._w().executemany(
                 "INSERT OR IGNORE INTO meta VALUES (?, ?)",
@@ -106,6 +119,20 @@ class SQLiteStore:
             )
         elif self.format_version < 2:
             self._upgrade_vectors()
+
+    def _read_meta(self) -> dict[str, str]:
+        """The ``meta`` table, read on opening; a store SQLite finds read-only is opened read-only."""
+        try:
+            return dict(self._w().execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.OperationalError as exc:
+            if self.read_only or "readonly" not in str(exc):
+                raise
+        self.close()
+        self.read_only = True  # a read-only mount os.access did not tell, say
+        return dict(self._w().execute("SELECT key, value FROM meta").fetchall())
+
+    def _read_only_error(self) -> StoreError:
+        return StoreError(f"the store {self.directory} is read-only: cannot write")
 
     def _upgrade_vectors(self) -> None:
         """Format 1 -> 2, in one transaction: the vectors table without the copies of chunk texts (its
@@ -135,7 +162,8 @@ class SQLiteStore:
         """The writer connection, (re)opened on demand: a closed store reopens when used again."""
         if self._writer is None:
             self._writer = self._connect()
-            self._writer.executescript(SCHEMA)
+            if not self.read_only:  # a read-only store's writer only reads
+                self._writer.executescript(SCHEMA)
         return self._writer
 
     def _r(self) -> sqlite3.Connection:
@@ -190,6 +218,8 @@ class SQLiteStore:
                         self._idle.append(conn)
 
     def _connect(self) -> sqlite3.Connection:
+        if self.read_only:
+            return self._connect_read_only()
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
         # Only takes effect on a new file. Vectors are most of a store, and a page wastes what is left
         # after the last whole row it holds: 32 KB pages hold several vectors of any common model
@@ -199,6 +229,16 @@ class SQLiteStore:
         # NORMAL in WAL mode: a commit survives the process being killed (the WAL is in the OS cache);
         # only a power loss may drop the last commits, never corrupt the file.
         conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """A connection that never writes (``mode=ro``). Where no ``-wal`` file exists and none can be made
+        (a read-only directory or mount), ``immutable=1`` as well: SQLite then needs no ``-shm`` either, and
+        no writer can be changing the file, as a writer in WAL mode needs a ``-wal`` file."""
+        conn = sqlite3.connect(
+            _read_only_uri(self.path), uri=True, isolation_level=None, check_same_thread=False, timeout=30.0
+        )
+        conn.execute("PRAGMA query_only = ON")
         return conn
 
     # -- writing -----------------------------------------------------------------------------------
@@ -214,6 +254,8 @@ class SQLiteStore:
                 finally:
                     self._depth -= 1
                 return
+            if self.read_only:
+                raise self._read_only_error()
             self.execute("BEGIN IMMEDIATE")
             self._depth = 1
             try:
@@ -232,6 +274,8 @@ class SQLiteStore:
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         """One write step (outside a transaction it commits on its own: a journal record)."""
+        if self.read_only:
+            raise self._read_only_error()
         with self._wlock:
             cursor = self._w().execute(sql, params)
         _count_write_step()
@@ -242,6 +286,8 @@ class SQLiteStore:
         rows = list(rows)
         if not rows:
             return
+        if self.read_only:
+            raise self._read_only_error()
         with self._wlock:
             self._w().executemany(sql, rows)
         _count_write_step()
@@ -324,6 +370,8 @@ class SQLiteStore:
 
     def check_writable(self) -> None:
         """Raise :class:`StoreError` now if a write would fail later (read-only file or directory)."""
+        if self.read_only:
+            raise self._read_only_error()
         problems = [p for p in (self.directory, self.path) if p.exists() and not os.access(p, os.W_OK)]
         if problems:
             raise StoreError(
@@ -372,6 +420,98 @@ class SQLiteStore:
         return f"SQLiteStore({str(self.path)!r})"
 
 
+def _writable(directory: Path, path: Path) -> bool:
+    """Whether the store file and its directory can be written (not on a read-only mount, say)."""
+    return os.access(directory, os.W_OK) and os.access(path, os.W_OK)
+
+
+def _read_only_uri(path: Path) -> str:
+    """The URI of a connection to ``path`` that never writes (see :meth:`SQLiteStore._connect_read_only`)."""
+    wal = path.with_name(path.name + "-wal")
+    immutable = not wal.exists() and not os.access(path.parent, os.W_OK)
+    return f"file:{urllib.parse.quote(str(path))}?mode=ro{'&immutable=1' if immutable else ''}"
+
+
+def _create(path: Path, meta: Mapping[str, Any]) -> None:
+    """Make a new store file at once, with its tables and its ``meta`` rows (``meta`` and the format).
+
+    It is written under a temporary name and linked in place when whole: a first write that fails (a full
+    disk, a permission error) leaves no store behind, so the next attempt starts afresh, and a store never
+    exists without the meta rows (the embeddings it uses) its creator gave it. Two processes creating one
+    store: the first link wins, and the other opens that file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the store directory {path.parent}: {exc}") from exc
+    _remove_stale_creations(path.parent)
+    tmp = path.with_name(f"{_NEW_PREFIX}{os.getpid()}-{threading.get_ident()}")
+    rows = [("format", FORMAT), ("format_version", str(FORMAT_VERSION)), *((k, str(v)) for k, v in meta.items())]
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            conn.execute("PRAGMA page_size = 32768")  # see _connect
+            conn.executescript(SCHEMA)
+            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
+            conn.execute("PRAGMA journal_mode = WAL")
+        finally:
+            conn.close()
+        _link(tmp, path)
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreError(
+            f"cannot create the store {path}: {exc} (nothing was left behind: free some space or fix the "
+            "directory's permissions, then try again)"
+        ) from exc
+    finally:
+        for name in (tmp, *(tmp.with_name(tmp.name + s) for s in ("-journal", "-wal", "-shm"))):
+            with contextlib.suppress(OSError):
+                name.unlink(missing_ok=True)
+
+
+def _remove_stale_creations(directory: Path) -> None:
+    """Remove the temporary files of store creations whose process died (killed while creating)."""
+    try:
+        names = [p for p in directory.iterdir() if p.name.startswith(_NEW_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name.name[len(_NEW_PREFIX) :].split("-")[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                name.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process
+        return True
+    return True
+
+
+_NEW_PREFIX = f".{STORE_FILE}.new-"
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK}
+
+
+def _link(tmp: Path, path: Path) -> None:
+    """Put the whole new file ``tmp`` at ``path`` unless a store appeared there meanwhile (kept: it wins)."""
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS or path.exists():
+            raise
+        os.replace(tmp, path)  # a file system without hard links
+    with contextlib.suppress(OSError):  # the new name survives a power loss too
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 def store_exists(directory: str | os.PathLike[str]) -> bool:
     """Whether ``directory`` holds a store file."""
     return (Path(directory) / STORE_FILE).exists()
@@ -381,10 +521,11 @@ def read_store_info(directory: str | os.PathLike[str]) -> dict[str, str] | None:
     """The ``meta`` table of the store in ``directory`` without opening it for writing (``None``: no store)."""
     path = Path(directory) / STORE_FILE
     if not path.exists():
+        _remove_stale_creations(path.parent)  # a creation killed midway blocks nothing
         return None
     check_wal(path)  # a damaged WAL would read as an older (or empty) store
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30.0)
+        conn = sqlite3.connect(_read_only_uri(path), uri=True, timeout=30.0)
         try:
             return dict(conn.execute("SELECT key, value FROM meta").fetchall())
         finally:

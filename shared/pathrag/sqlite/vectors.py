@@ -10,7 +10,7 @@ import numpy as np
 from typing_extensions import override
 
 from ..errors import StoreError
-from ..vectors import Embedder, VectorHit, VectorIndex, VectorItem
+from ..vectors import Embedder, VectorHit, VectorIndex, VectorItem, checked_vectors
 from .codec import IN_JSON, dumps
 from .schema import READ_TEXT, WRITE_VECTOR, WRITE_VECTOR_V1
 from .store import SQLiteStore
@@ -72,8 +72,7 @@ class SQLiteVectorIndex(VectorIndex):
         return [item for i, item in fresh.items() if i not in same]
 
     def _store(self, items: Sequence[VectorItem], vectors: Sequence[Sequence[float]]) -> None:
-        if len(vectors) != len(items):
-            raise ValueError(f"the embedder returned {len(vectors)} vectors for {len(items)} texts")
+        vectors = checked_vectors(self.embedder, vectors, len(items))
         if not items:
             return
         blobs = [_unit(np.asarray(v, dtype="<f4")).astype("<f4").tobytes() for v in vectors]
@@ -176,11 +175,11 @@ class SQLiteVectorIndex(VectorIndex):
 
     @override
     def query(self, text: str, k: int) -> list[VectorHit]:
-        return self._search(self.embedder.embed([text])[0], k)
+        return self._search(checked_vectors(self.embedder, self.embedder.embed([text]), 1)[0], k)
 
     @override
     async def aquery(self, text: str, k: int) -> list[VectorHit]:
-        return self._search((await self.embedder.aembed([text]))[0], k)
+        return self._search(checked_vectors(self.embedder, await self.embedder.aembed([text]), 1)[0], k)
 
     def __repr__(self) -> str:
         return f"SQLiteVectorIndex({self.store.path}, {self.space!r})"
