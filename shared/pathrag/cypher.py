@@ -54,6 +54,7 @@ from .graph import (
     entity_from_attrs,
     relation_attrs,
     relation_from_attrs,
+    stored_pair,
 )
 from .models import Entity, Relation
 from .names import EntityNameError, check_name
@@ -248,21 +249,13 @@ class CypherGraphStore(BaseGraphStore):
         rows = self._batched("get_relations", "pairs", [{"s": s, "t": t} for s, t in wanted], False)
         return {(row[0], row[1]): _relation_from_row(row) for row in rows}
 
-    def _edge_key(self, stored: Mapping[tuple[str, str], Relation], source: str, target: str) -> tuple[str, str] | None:
-        """Same rule as NetworkXGraphStore: the pair as given, else (undirected) its reverse."""
-        if (source, target) in stored:
-            return (source, target)
-        if not self.directed_relations and (target, source) in stored:
-            return (target, source)
-        return None
-
     @override
     def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
         pairs = [(source, target) for source, target in pairs]
         stored = self._stored(pairs)
         found: dict[tuple[str, str], Relation] = {}
         for pair in pairs:
-            key = self._edge_key(stored, *pair)
+            key = stored_pair(stored, *pair, directed=self.directed_relations)
             if key is not None:
                 found[pair] = stored[key]
         return found
@@ -313,7 +306,7 @@ class CypherGraphStore(BaseGraphStore):
         removed: set[tuple[str, str]] = set()
         written: dict[tuple[str, str], Relation] = {}
         for relation in relations:
-            key = self._edge_key(stored, relation.source, relation.target)
+            key = stored_pair(stored, relation.source, relation.target, directed=self.directed_relations)
             if key is not None and merge is not None:
                 relation = merge(stored[key], relation)
             if key is not None and key != relation.pair:
@@ -339,7 +332,7 @@ class CypherGraphStore(BaseGraphStore):
         stored = self._stored(pairs)
         gone: list[dict[str, str]] = []
         for pair in pairs:
-            key = self._edge_key(stored, *pair)
+            key = stored_pair(stored, *pair, directed=self.directed_relations)
             if key is not None:
                 del stored[key]
                 gone.append({"s": key[0], "t": key[1]})

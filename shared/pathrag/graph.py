@@ -34,6 +34,7 @@ from .names import check_name
 from .storage import atomic_write_text
 
 __all__ = [
+    "stored_pair",
     "BaseGraphStore",
     "GraphStore",
     "Neighborhood",
@@ -191,6 +192,23 @@ class GraphStore(Protocol):
     async def adelete_relations(self, pairs: Iterable[tuple[str, str]]) -> None:
         """Async twin of :meth:`delete_relations`."""
         ...
+
+
+def stored_pair(
+    stored: Mapping[tuple[str, str], Any], source: str, target: str, *, directed: bool
+) -> tuple[str, str] | None:
+    """The key under which ``stored`` (relations read for some pairs) holds the relation of a pair: the
+    pair as given, else, for undirected relations, its reverse; ``None`` if neither.
+
+    >>> stored = {("A", "B"): "r"}
+    >>> stored_pair(stored, "B", "A", directed=False), stored_pair(stored, "B", "A", directed=True)
+    (('A', 'B'), None)
+    """
+    if (source, target) in stored:
+        return (source, target)
+    if not directed and (target, source) in stored:
+        return (target, source)
+    return None
 
 
 class BaseGraphStore(GraphStore, ABC):

@@ -8,7 +8,7 @@ from typing import Any
 
 from typing_extensions import override
 
-from ..graph import BaseGraphStore, Merge, Neighborhood
+from ..graph import BaseGraphStore, Merge, Neighborhood, stored_pair
 from ..models import Entity, Relation
 from ..names import check_name
 from .codec import IN_JSON, REL_COLUMNS, dumps, entity_of, entity_row, relation_of, relation_row
@@ -127,20 +127,13 @@ class SQLiteGraphStore(BaseGraphStore):
         rows = (self.store.wread if writer else self.store.read)(sql, (dumps(wanted),))
         return {(row[0], row[1]): relation_of(row) for row in rows}
 
-    def _key(self, stored: Mapping[tuple[str, str], Any], source: str, target: str) -> tuple[str, str] | None:
-        if (source, target) in stored:
-            return (source, target)
-        if not self.directed_relations and (target, source) in stored:
-            return (target, source)
-        return None
-
     @override
     def get_relations(self, pairs: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Relation]:
         pairs = [(source, target) for source, target in pairs]
         stored = self._relation_rows(pairs, writer=False)
         found: dict[tuple[str, str], Relation] = {}
         for pair in pairs:
-            key = self._key(stored, *pair)
+            key = stored_pair(stored, *pair, directed=self.directed_relations)
             if key is not None:
                 found[pair] = stored[key]
         return found
@@ -203,7 +196,7 @@ class SQLiteGraphStore(BaseGraphStore):
             removed: dict[tuple[str, str], None] = {}
             written: dict[tuple[str, str], Relation] = {}
             for relation in relations:
-                key = self._key(stored, relation.source, relation.target)
+                key = stored_pair(stored, relation.source, relation.target, directed=self.directed_relations)
                 if key is not None and merge is not None:
                     relation = merge(stored[key], relation)
                 if key is not None and key != relation.pair:  # the merge may have re-oriented it
@@ -240,7 +233,11 @@ class SQLiteGraphStore(BaseGraphStore):
             return
         with self.store.transaction():
             stored = self._relation_rows(pairs, writer=True)
-            keys = {key: None for pair in pairs if (key := self._key(stored, *pair)) is not None}
+            keys = {
+                key: None
+                for pair in pairs
+                if (key := stored_pair(stored, *pair, directed=self.directed_relations)) is not None
+            }
             self.store.executemany("DELETE FROM relations WHERE source = ? AND target = ?", list(keys))
 
     def __repr__(self) -> str:
