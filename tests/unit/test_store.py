@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from pathrag import Document, Entity, HashingEmbedder, IndexConfig, PathRAGIndex, Relation
 from pathrag.errors import StoreDamaged
-from pathrag.sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, read_store_info
+import pathrag.sqlite.store
+from pathrag.sqlite import FORMAT_VERSION, STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, read_store_info
 
 from ..fakes import ScriptedLLM
 
@@ -325,10 +326,10 @@ def test_a_format_1_store_is_upgraded_once_and_answers_the_same(tmp_path: Path, 
     db = to_format_1(tmp_path)
     assert db.execute("SELECT COUNT(text) FROM vectors WHERE space = 'chunks'").fetchone() == (4,)
 
-    with caplog.at_level(logging.INFO, logger="pathrag.sqlite.store"):
+    with caplog.at_level(logging.INFO, logger="pathrag.sqlite.migrations"):
         upgraded = open_index(tmp_path, llm)
-    assert [r.message for r in caplog.records if "format 2" in r.message]
-    assert db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == ("2",)
+    assert [r.message for r in caplog.records if f"format 1 to {FORMAT_VERSION}" in r.message]
+    assert db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == (str(FORMAT_VERSION),)
     assert db.execute("SELECT COUNT(text) FROM vectors WHERE space = 'chunks'").fetchone() == (0,)
     assert "text TEXT," in db.execute("SELECT sql FROM sqlite_schema WHERE name = 'vectors'").fetchone()[0]
     assert (contents(upgraded), paths(upgraded), vector_texts(upgraded)) == (before, before_paths, before_texts)
@@ -337,9 +338,9 @@ def test_a_format_1_store_is_upgraded_once_and_answers_the_same(tmp_path: Path, 
     upgraded.insert(DOCS[2:])  # the plain-text answers of format 1 are still read
     assert llm.calls == calls
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="pathrag.sqlite.store"):
+    with caplog.at_level(logging.INFO, logger="pathrag.sqlite.migrations"):
         open_index(tmp_path)
-    assert not [r for r in caplog.records if "format 2" in r.message]  # once
+    assert not [r for r in caplog.records if "upgraded" in r.message]  # once
 
 
 def test_a_format_1_store_that_cannot_be_upgraded_still_answers(tmp_path: Path, monkeypatch) -> None:
@@ -385,7 +386,7 @@ def test_a_format_1_store_left_unupgraded_is_still_written_in_format_1(tmp_path:
     index.insert(DOCS)
     index.close()
     db = to_format_1(tmp_path)
-    monkeypatch.setattr(SQLiteStore, "_upgrade_vectors", lambda self: None)  # as when another writer holds it
+    monkeypatch.setattr(pathrag.sqlite.store, "upgrade", lambda store: None)  # as when another writer holds it
     again = open_index(tmp_path, ScriptedLLM())
     again.delete(["c"])
     again.insert(DOCS[2:])  # chunk vectors written again: with their text, as format 1 requires

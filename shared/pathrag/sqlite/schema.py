@@ -1,19 +1,29 @@
 """The store's tables: the file name, the format version, the schema, and the SQL of a vector row.
 
 The schema is created (``IF NOT EXISTS``) on every writer connection; :data:`FORMAT_VERSION` says what a
-store written by this code holds, and :class:`~pathrag.sqlite.store.SQLiteStore` upgrades an older one.
+store written by this code holds, and :mod:`~pathrag.sqlite.migrations` upgrades an older one.
+
+Two things are kept by triggers, so that every statement that writes the tables keeps them true (the
+writer connections turn on ``recursive_triggers``, so that an ``INSERT OR REPLACE`` counts its delete):
+
+* ``degrees``: each entity's number of distinct neighbours (``degree``, self-loops aside) and of outgoing
+  relations (``out_degree``), read by the path search instead of being recounted on every hop;
+* ``vector_log``: one row per vector row added or removed, in commit order, from which a process brings its
+  in-memory search index up to date without reloading a space (see :mod:`~pathrag.sqlite.ann`).
 The vector-row statements are shared by the store's upgrade, the vector index and whole-index copies.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "COUNT_DEGREES",
     "FORMAT",
     "FORMAT_VERSION",
     "READ_TEXT",
     "SCHEMA",
     "SCHEMA_VECTORS",
     "STORED_TEXT",
+    "VECTOR_TRIGGERS",
     "STORE_FILE",
     "WRITE_VECTOR",
     "WRITE_VECTOR_V1",
@@ -21,7 +31,7 @@ __all__ = [
 
 STORE_FILE = "pathrag.sqlite"
 FORMAT = "pathrag-store"
-FORMAT_VERSION = 2  # 2: a chunk's vector keeps no copy of the chunk's text
+FORMAT_VERSION = 3  # 2: a chunk's vector keeps no copy of the chunk's text; 3: degrees and vector_log
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -45,6 +55,47 @@ CREATE TABLE IF NOT EXISTS mentions (
 CREATE INDEX IF NOT EXISTS mentions_by_chunk ON mentions (chunk_id);
 CREATE TABLE IF NOT EXISTS llm_cache (key TEXT PRIMARY KEY, answer TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, text TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS degrees (
+    name TEXT PRIMARY KEY, degree INTEGER NOT NULL, out_degree INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS relation_added AFTER INSERT ON relations WHEN new.source != new.target BEGIN
+    INSERT INTO degrees VALUES (new.source, 0, 1) ON CONFLICT (name) DO UPDATE SET out_degree = out_degree + 1;
+    INSERT INTO degrees SELECT n, 1, 0 FROM (SELECT new.source AS n UNION ALL SELECT new.target)
+        WHERE NOT EXISTS (SELECT 1 FROM relations WHERE source = new.target AND target = new.source)
+        ON CONFLICT (name) DO UPDATE SET degree = degree + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS relation_removed AFTER DELETE ON relations WHEN old.source != old.target BEGIN
+    UPDATE degrees SET out_degree = out_degree - 1 WHERE name = old.source;
+    UPDATE degrees SET degree = degree - 1 WHERE name IN (old.source, old.target)
+        AND NOT EXISTS (SELECT 1 FROM relations WHERE source = old.target AND target = old.source);
+    DELETE FROM degrees WHERE name IN (old.source, old.target) AND degree = 0 AND out_degree = 0;
+END;
+CREATE TABLE IF NOT EXISTS vector_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, space TEXT NOT NULL, key INTEGER NOT NULL, added INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS vector_log_by_space ON vector_log (space, seq);
+"""
+# The vector log's triggers, apart: a step that replaces the vectors table makes them again.
+VECTOR_TRIGGERS = (
+    """
+CREATE TRIGGER IF NOT EXISTS vector_added AFTER INSERT ON vectors BEGIN
+    INSERT INTO vector_log (space, key, added) VALUES (new.space, new.rowid, 1);
+END""",
+    """
+CREATE TRIGGER IF NOT EXISTS vector_removed AFTER DELETE ON vectors BEGIN
+    INSERT INTO vector_log (space, key, added) VALUES (old.space, old.rowid, 0);
+END""",
+    """
+CREATE TRIGGER IF NOT EXISTS vector_changed AFTER UPDATE ON vectors BEGIN
+    INSERT INTO vector_log (space, key, added) VALUES (old.space, old.rowid, 0), (new.space, new.rowid, 1);
+END""",
+)
+SCHEMA += "".join(f"{trigger};\n" for trigger in VECTOR_TRIGGERS)
+# The degrees of a store that had none (format 2), counted from its relations.
+COUNT_DEGREES = """
+INSERT INTO degrees
+SELECT name, COUNT(DISTINCT other), SUM(outgoing) FROM (
+    SELECT source AS name, target AS other, 1 AS outgoing FROM relations WHERE source != target
+    UNION ALL SELECT target, source, 0 FROM relations WHERE source != target)
+GROUP BY name
 """
 
 SCHEMA_VECTORS = next(part.strip() + ";" for part in SCHEMA.split(";") if "TABLE IF NOT EXISTS vectors" in part)

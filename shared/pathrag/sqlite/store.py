@@ -31,8 +31,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..errors import StoreError, StoreFormatError
-from .schema import FORMAT, FORMAT_VERSION, SCHEMA, SCHEMA_VECTORS, STORE_FILE, STORED_TEXT
+from ..errors import StoreDamaged, StoreError, StoreFormatError
+from ..files import file_kind
+from .migrations import upgrade
+from .schema import FORMAT, FORMAT_VERSION, SCHEMA, STORE_FILE
 from .wal import check_wal
 
 __all__ = [
@@ -79,6 +81,7 @@ class SQLiteStore:
     ) -> None:
         self.directory = Path(directory)
         self.path = self.directory / STORE_FILE
+        _refuse_special_files(self.path)
         if not self.path.exists():
             if not create:
                 raise StoreError(f"no pathrag store at {self.directory}")
@@ -96,6 +99,7 @@ class SQLiteStore:
         try:
             found = self._read_meta()
         except sqlite3.DatabaseError as exc:
+            self._raise_if_damaged(exc)
             raise StoreError(
                 f"cannot open {self.path}: {exc} (restore it from a backup, or rebuild the store with a new directory)"
             ) from exc
@@ -117,8 +121,8 @@ class SQLiteStore:
                 "INSERT OR IGNORE INTO meta VALUES (?, ?)",
                 [("format", FORMAT), ("format_version", str(FORMAT_VERSION))],
             )
-        elif self.format_version < 2:
-            self._upgrade_vectors()
+        elif self.format_version < FORMAT_VERSION:
+            upgrade(self)
 
     def _read_meta(self) -> dict[str, str]:
         """The ``meta`` table, read on opening; a store SQLite finds read-only is opened read-only."""
@@ -131,32 +135,15 @@ class SQLiteStore:
         self.read_only = True  # a read-only mount os.access did not tell, say
         return dict(self._w().execute("SELECT key, value FROM meta").fetchall())
 
+    def _raise_if_damaged(self, exc: sqlite3.DatabaseError) -> None:
+        """Raise :class:`~pathrag.errors.StoreDamaged` naming the file when ``exc`` is SQLite finding it
+        damaged (it names no file); return for any other database error (a lock, a full disk)."""
+        error = _damage(self.path, exc)
+        if error is not None:
+            raise error from exc
+
     def _read_only_error(self) -> StoreError:
         return StoreError(f"the store {self.directory} is read-only: cannot write")
-
-    def _upgrade_vectors(self) -> None:
-        """Format 1 -> 2, in one transaction: the vectors table without the copies of chunk texts (its
-        ``text`` may now be empty). A store that cannot be upgraded now (read-only, or another writer
-        holding it too long) stays at 1: every read works on both, and writes keep every text."""
-        try:
-            with self.transaction():
-                ((version,),) = self.wread("SELECT value FROM meta WHERE key = 'format_version'")
-                if int(version) >= 2:  # another process upgraded it meanwhile
-                    self.format_version = int(version)
-                    return
-                self.execute(SCHEMA_VECTORS.replace("vectors", "vectors_v2"))
-                self.execute(
-                    f"INSERT INTO vectors_v2 SELECT v.space, v.id, {STORED_TEXT}, v.metadata, v.vector FROM vectors v"
-                )
-                self.execute("DROP TABLE vectors")
-                self.execute("ALTER TABLE vectors_v2 RENAME TO vectors")
-                self.set_meta({"format_version": 2})
-                self.format_version = 2
-        except sqlite3.OperationalError as exc:
-            logger.info("%s stays in format 1 (%s)", self.path, exc)
-            return
-        if self.format_version == 2 and version == "1":
-            logger.info("%s: upgraded to store format 2 (chunk texts no longer stored twice)", self.path)
 
     def _w(self) -> sqlite3.Connection:
         """The writer connection, (re)opened on demand: a closed store reopens when used again."""
@@ -200,8 +187,14 @@ class SQLiteStore:
         if conn is None:
             conn = self._reader()
         generation = self._readers
-        conn.execute("BEGIN")
-        conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # the snapshot starts at the first read
+        try:
+            conn.execute("BEGIN")
+            conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # the snapshot starts at the first read
+        except sqlite3.DatabaseError as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            self._raise_if_damaged(exc)
+            raise
         token = _SNAPSHOTS.set({**_SNAPSHOTS.get(), self: conn})
         try:
             yield
@@ -212,6 +205,9 @@ class SQLiteStore:
                     conn.execute("COMMIT")
             except sqlite3.ProgrammingError:  # closed by close() meanwhile
                 pass
+            except sqlite3.DatabaseError as exc:
+                self._raise_if_damaged(exc)
+                raise
             else:
                 with self._rlock:
                     if generation is self._readers:  # not closed meanwhile
@@ -229,6 +225,8 @@ class SQLiteStore:
         # NORMAL in WAL mode: a commit survives the process being killed (the WAL is in the OS cache);
         # only a power loss may drop the last commits, never corrupt the file.
         conn.execute("PRAGMA synchronous = NORMAL")
+        # an INSERT OR REPLACE then fires the delete triggers of the row it replaces (see schema)
+        conn.execute("PRAGMA recursive_triggers = ON")
         return conn
 
     def _connect_read_only(self) -> sqlite3.Connection:
@@ -262,7 +260,11 @@ class SQLiteStore:
                 yield
             except BaseException:
                 self._depth = 0
-                self._w().execute("ROLLBACK")
+                try:
+                    self._w().execute("ROLLBACK")
+                except sqlite3.DatabaseError as exc:
+                    self._raise_if_damaged(exc)
+                    raise
                 raise
             self._depth = 0
             self.execute("COMMIT")
@@ -277,7 +279,11 @@ class SQLiteStore:
         if self.read_only:
             raise self._read_only_error()
         with self._wlock:
-            cursor = self._w().execute(sql, params)
+            try:
+                cursor = self._w().execute(sql, params)
+            except sqlite3.DatabaseError as exc:
+                self._raise_if_damaged(exc)
+                raise
         _count_write_step()
         return cursor
 
@@ -289,25 +295,40 @@ class SQLiteStore:
         if self.read_only:
             raise self._read_only_error()
         with self._wlock:
-            self._w().executemany(sql, rows)
+            try:
+                self._w().executemany(sql, rows)
+            except sqlite3.DatabaseError as exc:
+                self._raise_if_damaged(exc)
+                raise
         _count_write_step()
 
     def wread(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """A read by the writer: it sees the writer's own uncommitted changes."""
         with self._wlock:
-            return self._w().execute(sql, params).fetchall()
+            try:
+                return self._w().execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as exc:
+                self._raise_if_damaged(exc)
+                raise
 
     # -- reading -----------------------------------------------------------------------------------
 
     def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """A read of the last committed state (or of this thread's open :meth:`snapshot`)."""
-        return self._r().execute(sql, params).fetchall()
+        try:
+            return self._r().execute(sql, params).fetchall()
+        except sqlite3.DatabaseError as exc:
+            self._raise_if_damaged(exc)
+            raise
 
     def stream(self, sql: str, params: Sequence[Any] = (), batch: int = 1000) -> Iterator[tuple[Any, ...]]:
         """Rows of a read on this thread's reader, a batch at a time (inside a snapshot: of that state)."""
-        cursor = self._r().execute(sql, params)
-        while rows := cursor.fetchmany(batch):
-            yield from rows
+        try:
+            cursor = self._r().execute(sql, params)
+        except sqlite3.DatabaseError as exc:
+            self._raise_if_damaged(exc)
+            raise
+        yield from self._fetch_batches(cursor, batch, close=False)
 
     def iread(self, sql: str, params: Sequence[Any] = (), batch: int = 2000) -> Iterator[tuple[Any, ...]]:
         """Rows of a committed-state query, streamed in batches (one read transaction throughout): inside a
@@ -317,19 +338,31 @@ class SQLiteStore:
             return self._fetch_batches(held.execute(sql, params), batch)
         return self._iread_own(sql, params, batch)
 
-    @staticmethod
-    def _fetch_batches(cursor: sqlite3.Cursor, batch: int) -> Iterator[tuple[Any, ...]]:
+    def _fetch_batches(self, cursor: sqlite3.Cursor, batch: int, *, close: bool = True) -> Iterator[tuple[Any, ...]]:
         try:
-            while rows := cursor.fetchmany(batch):
+            while True:
+                try:
+                    rows = cursor.fetchmany(batch)
+                except sqlite3.DatabaseError as exc:
+                    self._raise_if_damaged(exc)
+                    raise
+                if not rows:
+                    return
                 yield from rows
         finally:
-            cursor.close()
+            if close:
+                cursor.close()
 
     def _iread_own(self, sql: str, params: Sequence[Any], batch: int) -> Iterator[tuple[Any, ...]]:
         conn = self._connect()  # its own connection: the shared reader stays free meanwhile
         try:
-            conn.execute("PRAGMA query_only = ON")
-            yield from self._fetch_batches(conn.execute(sql, params), batch)
+            try:
+                conn.execute("PRAGMA query_only = ON")
+                cursor = conn.execute(sql, params)
+            except sqlite3.DatabaseError as exc:
+                self._raise_if_damaged(exc)
+                raise
+            yield from self._fetch_batches(cursor, batch)
         finally:
             conn.close()
 
@@ -420,6 +453,32 @@ class SQLiteStore:
         return f"SQLiteStore({str(self.path)!r})"
 
 
+def _refuse_special_files(path: Path) -> None:
+    """Refuse a FIFO, socket, device or folder in place of the store file, its WAL or its shared memory
+    before SQLite (or the WAL check) opens it: reading a FIFO blocks forever."""
+    for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        kind = file_kind(name)
+        if kind is not None:
+            raise StoreError(
+                f"{name} is not a regular file ({kind}): a store's files are regular files; move it aside, or "
+                "restore the store from a backup"
+            )
+
+
+def _damage(path: Path, exc: sqlite3.DatabaseError) -> StoreDamaged | None:
+    """The one-line error for SQLite finding the file ``path`` damaged ("database disk image is malformed",
+    "file is not a database": it names no file); ``None`` for any other database error."""
+    name = getattr(exc, "sqlite_errorname", None)  # Python 3.11+
+    text = str(exc)
+    if name is not None:
+        damaged = name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
+    else:
+        damaged = "malformed" in text or "not a database" in text
+    if not damaged:
+        return None
+    return StoreDamaged(path, [" ".join(text.split())], remedy=StoreDamaged.FILE_REMEDY)
+
+
 def _writable(directory: Path, path: Path) -> bool:
     """Whether the store file and its directory can be written (not on a read-only mount, say)."""
     return os.access(directory, os.W_OK) and os.access(path, os.W_OK)
@@ -450,6 +509,7 @@ def _create(path: Path, meta: Mapping[str, Any]) -> None:
         conn = sqlite3.connect(tmp, isolation_level=None)
         try:
             conn.execute("PRAGMA page_size = 32768")  # see _connect
+            conn.execute("PRAGMA recursive_triggers = ON")
             conn.executescript(SCHEMA)
             conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
             conn.execute("PRAGMA journal_mode = WAL")
@@ -523,6 +583,7 @@ def read_store_info(directory: str | os.PathLike[str]) -> dict[str, str] | None:
     if not path.exists():
         _remove_stale_creations(path.parent)  # a creation killed midway blocks nothing
         return None
+    _refuse_special_files(path)
     check_wal(path)  # a damaged WAL would read as an older (or empty) store
     try:
         conn = sqlite3.connect(_read_only_uri(path), uri=True, timeout=30.0)
@@ -531,6 +592,9 @@ def read_store_info(directory: str | os.PathLike[str]) -> dict[str, str] | None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
+        damaged = _damage(path, exc)
+        if damaged is not None:
+            raise damaged from exc
         raise StoreError(
             f"cannot read {path}: {exc} (restore it from a backup, or rebuild the store in a new directory)"
         ) from exc
