@@ -33,8 +33,10 @@ search, such as FalkorDB's, drop it with the node).
 Emitted entities are ``EntityNode`` (label = type, property ``description``) and relations ``Relation``
 (label ``RELATED_TO``; properties ``description``, ``keywords``, ``weight``, ``source_ids``).
 
-Model output is untrusted: malformed records are skipped (the parser never raises). A failing LLM call
-fails the whole call before anything is written (LlamaIndex LLM clients retry on their own).
+Model output is untrusted: malformed records are skipped (the parser never raises), and the records over a
+chunk's cap (:func:`pathrag.extraction.max_records_for`) are dropped; both are counted in the log and in the
+chunk's ``pathrag_extracted`` metadata (``skipped``, ``dropped``). A failing LLM call fails the whole call
+before anything is written (LlamaIndex LLM clients retry on their own).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ from llama_index.core.vector_stores.types import (
 from typing_extensions import override
 
 from pathrag import Entity, Relation
-from pathrag.extraction import ExtractionConfig, ExtractionResult, extract_records
+from pathrag.extraction import ExtractionConfig, ExtractionResult, extract_records, max_records_for
 from pathrag.indexing import run_sync
 from pathrag.merging import merge_records, relation_key
 
@@ -90,7 +92,8 @@ logger = logging.getLogger(__name__)
 
 #: Property of entities and relations: the records they are merged from, chunk by chunk (JSON).
 SOURCES_KEY = "pathrag_sources"
-#: Metadata of chunks: the entities and relations their records touched (JSON).
+#: Metadata of chunks: the entities and relations their records touched (JSON), and the malformed records
+#: ``skipped`` and the records over the per-chunk cap ``dropped`` when there were any.
 EXTRACTED_KEY = "pathrag_extracted"
 
 Key = tuple[str, str]
@@ -460,8 +463,15 @@ class PathRAGExtractor(TransformComponent):
         if not text.strip():
             return ExtractionResult()
         done = await extract_records(text, self._ask, self.config, chunk_id=node.node_id)
-        if done.result.skipped:
-            logger.info("chunk %s: %d malformed records skipped", node.node_id, done.result.skipped)
+        skipped, dropped = done.result.skipped, done.result.dropped
+        if skipped or dropped:  # (extract_records also warns of a dropped record, on pathrag.extraction)
+            logger.info(
+                "chunk %s: %d malformed records skipped, %d records over the cap of %d per chunk dropped",
+                node.node_id,
+                skipped,
+                dropped,
+                max_records_for(text),
+            )
         return done.result
 
     @staticmethod
@@ -488,8 +498,9 @@ class PathRAGExtractor(TransformComponent):
             for key, source in relations.items():
                 batch.relations.setdefault(key, []).append(source)
                 batch.home.setdefault(key, i)
+            counts = {k: n for k, n in (("skipped", result.skipped), ("dropped", result.dropped)) if n}
             node.metadata[EXTRACTED_KEY] = json.dumps(
-                {"entities": sorted(entities), "relations": sorted(relations)}, ensure_ascii=False
+                {"entities": sorted(entities), "relations": sorted(relations), **counts}, ensure_ascii=False
             )
             for keys in (node.excluded_llm_metadata_keys, node.excluded_embed_metadata_keys):
                 if EXTRACTED_KEY not in keys:

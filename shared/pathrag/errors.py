@@ -109,7 +109,9 @@ class StoreDamaged(StoreError):
     Attributes:
         path: the store's database file.
         directory: the store directory (the file's).
-        problems: what disagrees, one short phrase each (e.g. ``"37 entities without a vector"``).
+        problems: what disagrees, one short phrase each (e.g. ``"37 entities without a vector"``), or what
+            SQLite said of a file it cannot read (``"database disk image is malformed"``).
+        remedy: what the message says to do (:attr:`REMEDY`, or :attr:`FILE_REMEDY` for an unreadable file).
     """
 
     #: How to repair it: commits are atomic, so only a rebuild restores what was lost.
@@ -117,15 +119,20 @@ class StoreDamaged(StoreError):
         "rebuild it: index the documents into a new store (pathrag index PATH --store NEW_DIR); "
         "PathRAGIndex(..., check_on_open=False).check() opens it as it is and lists every problem"
     )
+    #: How to repair a file SQLite itself cannot read ("database disk image is malformed"): nothing opens it.
+    FILE_REMEDY = (
+        "restore it from a backup, or rebuild the store in a new directory (pathrag index PATH --store NEW_DIR)"
+    )
 
-    def __init__(self, path: str | os.PathLike[str], problems: list[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], problems: list[str], *, remedy: str = REMEDY) -> None:
         self.path = Path(path)
         self.directory = self.path.parent
         self.problems = list(problems)
-        super().__init__(f"the store {self.path} is damaged: {'; '.join(self.problems)}: {self.REMEDY}")
+        self.remedy = remedy
+        super().__init__(f"the store {self.path} is damaged: {'; '.join(self.problems)}: {remedy}")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (type(self), (self.path, self.problems), {}))
+        return (_rebuild, (type(self), (self.path, self.problems), {"remedy": self.remedy}))
 
 
 class MissingEmbedderError(ValueError):

@@ -252,6 +252,7 @@ HOSTILE_NAMES = [
 ]
 
 
+@pytest.mark.reliability
 def test_mermaid_escapes_directives_markup_and_syntax_in_names_and_keywords() -> None:
     """Only letters, digits, spaces, ``-_.,/()'!?+@`` and entity codes reach a label (issue 24): no ``%`` of a
     directive, no ``<>&`` of markup, no quote, bracket, brace, ``;``, ``:``, ``|``, backtick, ``$`` or ``\\``.

@@ -15,7 +15,10 @@ from pathrag.demo import demo_data
 
 DATA = Path(str(demo_data()))
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform"),
+]
 
 
 def pathrag(*args: object) -> subprocess.CompletedProcess[str]:

@@ -105,6 +105,7 @@ def one_error_line(code: int, stderr: str) -> str:
     return lines[0]
 
 
+@pytest.mark.reliability
 def test_a_format_version_that_is_not_a_number_is_named(tmp_path: Path) -> None:
     write_store_info(tmp_path / "kb", embedder="hashing-256", format_version="two")
     expected = (
@@ -137,6 +138,7 @@ class _Unnamed:
         return self.embed(texts)
 
 
+@pytest.mark.reliability
 def test_an_embedder_returning_no_vectors_is_a_value_error_naming_it(tmp_path: Path) -> None:
     from pathrag import InMemoryVectorIndex, VectorItem
     from pathrag.sqlite import SQLiteVectorIndex
@@ -153,6 +155,7 @@ def test_an_embedder_returning_no_vectors_is_a_value_error_naming_it(tmp_path: P
             index.upsert([VectorItem("a", "harbour"), VectorItem("b", "wall")])
 
 
+@pytest.mark.reliability
 def test_an_embedder_returning_no_vectors_fails_retrieval_in_one_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -170,6 +173,7 @@ def test_an_embedder_returning_no_vectors_fails_retrieval_in_one_message(
         index.close()
 
 
+@pytest.mark.reliability
 def test_a_garbled_store_file_is_named_with_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATHRAG_TOKENIZER", "approximate")  # no tokenizer download
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PATHRAG_MODEL", "PATHRAG_EMBEDDING_MODEL"):
@@ -186,6 +190,7 @@ def test_a_garbled_store_file_is_named_with_what_to_do(tmp_path: Path, monkeypat
         assert str(path) in line and "restore it from a backup, or rebuild" in line, line
 
 
+@pytest.mark.reliability
 def test_a_run_dir_that_is_a_file_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "run").write_text("not a folder", encoding="utf-8")
     line = one_error_line(*cli("eval", "--store", tmp_path / "kb", "--run-dir", tmp_path / "run", "--offline"))
@@ -197,6 +202,7 @@ def test_a_run_dir_that_is_a_file_is_one_line(tmp_path: Path) -> None:
     assert f"the run folder {tmp_path / 'run' / 'a'} is not a folder ({tmp_path / 'run'} is not a folder)" in line
 
 
+@pytest.mark.reliability
 def test_a_run_dir_that_is_a_file_is_refused_by_the_library(tmp_path: Path) -> None:
     from pathrag.evaluation import Evaluation, EvaluationError, OfflineEvalModel
 
@@ -205,6 +211,7 @@ def test_a_run_dir_that_is_a_file_is_refused_by_the_library(tmp_path: Path) -> N
         Evaluation(tmp_path / "run", llm=OfflineEvalModel(), configurations=[], passages=["text"])
 
 
+@pytest.mark.reliability
 @pytest.mark.parametrize(
     ("text", "line", "expected"),
     [

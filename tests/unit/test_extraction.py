@@ -732,6 +732,7 @@ def _flood(count: int) -> str:
     return "##\n".join(records) + "<|COMPLETE|>"
 
 
+@pytest.mark.reliability
 async def test_records_over_the_per_chunk_cap_are_dropped_and_counted() -> None:
     import time
 
@@ -750,12 +751,14 @@ async def test_records_over_the_per_chunk_cap_are_dropped_and_counted() -> None:
     assert max_records_for("x" * 4_800) == 480  # longer chunks: one record per 10 characters
 
 
+@pytest.mark.reliability
 def test_identical_records_do_not_use_up_the_cap() -> None:
     answer = "##".join([EA] * 500 + [EB])
     result = parse_extraction(answer, max_records=2)
     assert summary(result)[0] == [A, B] and result.dropped == 0
 
 
+@pytest.mark.reliability
 async def test_a_lone_surrogate_keeps_the_chunks_valid_records() -> None:
     answer = '("entity"<|>Alice<|>person<|>A navi\udcc3gator.)##("entity"<|>Bob\ud800<|>person<|>A cook.)<|COMPLETE|>'
     done = await extract_records("text", ScriptedModel(answer, "<|COMPLETE|>"), ExtractionConfig(), chunk_id="c")

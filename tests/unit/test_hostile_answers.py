@@ -9,6 +9,8 @@ from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex
 from pathrag.prompts import SUMMARY_INPUT_MAX_CHARS, build_summary_prompt
 from pathrag.rebuild import UNSUMMARISED_MAX_CHARS
 
+pytestmark = pytest.mark.reliability
+
 HUGE = "Mara keeps the harbour light burning. " * 26_000  # about 1 MB
 
 

@@ -23,7 +23,10 @@ from pathrag.sqlite import STORE_FILE, SQLiteStore, read_store_info
 from .. import reliability_kit as kit
 from ..fakes import ScriptedLLM
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="writers run in forked processes")
+pytestmark = [
+    pytest.mark.reliability,
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="writers run in forked processes"),
+]
 
 ROOT = Path(__file__).parents[2]
 WAL = STORE_FILE + "-wal"

@@ -99,6 +99,7 @@ class SQLiteStore:
         try:
             found = self._read_meta()
         except sqlite3.DatabaseError as exc:
+            self.close()
             self._raise_if_damaged(exc)
             raise StoreError(
                 f"cannot open {self.path}: {exc} (restore it from a backup, or rebuild the store with a new directory)"
