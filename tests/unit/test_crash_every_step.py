@@ -344,3 +344,51 @@ def test_summaries_paid_before_a_kill_are_never_paid_again(
             )
     finally:
         del OPERATIONS["summaries"]
+
+
+@pytest.mark.parametrize("operation", ["insert", "delete"])
+def test_a_crash_at_any_step_leaves_saved_search_indexes_that_answer_as_the_store(
+    base: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, operation: str
+) -> None:
+    """Issue 25: with every vector space searched through a saved HNSW file (the size limit set to 1, so
+    any space has one), a kill at any write step leaves files that, with the log, answer exactly as the
+    store's rows do, before and after the operation."""
+    pytest.importorskip("usearch")
+    from pathrag.sqlite import SQLiteVectorIndex
+    from pathrag.sqlite.ann import saved_indexes
+
+    monkeypatch.setattr("pathrag.sqlite.ann.EXACT_LIMIT", 1)  # forked children inherit it
+    asked = ["Mara Saltmere", "ghost town", "Tide Board employs", "boat"]
+
+    def answers(directory: Path) -> list[list[tuple[str, float]]]:
+        index = open_index(directory)
+        try:
+            found = []
+            for name, vectors in sorted(index.vector_indexes.items()):
+                assert isinstance(vectors, SQLiteVectorIndex)
+                exact = SQLiteVectorIndex(vectors.store, name, vectors.embedder, exact_limit=10**12)
+                for query in asked:
+                    got = [(h.id, round(h.score, 5)) for h in vectors.query(query, 5)]
+                    assert got == [(h.id, round(h.score, 5)) for h in exact.query(query, 5)], (name, query)
+                    found.append(got)
+            return found
+        finally:
+            index.close()
+
+    seeded = tmp_path / "seeded"
+    shutil.copytree(base, seeded)
+    answers(seeded)  # the queries write the saved indexes
+    assert {space for space in ("entities", "relations", "chunks") if saved_indexes(seeded, space)} == {
+        "entities",
+        "relations",
+        "chunks",
+    }
+    for k in range(1, 60):
+        trial = tmp_path / f"k{k}"
+        shutil.copytree(seeded, trial)
+        killed = run_killed(trial, operation, k)
+        answers(trial)
+        shutil.rmtree(trial)
+        if not killed:
+            break
+    assert not killed, f"the {operation} never finished within 60 steps"

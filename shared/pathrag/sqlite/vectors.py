@@ -1,5 +1,5 @@
-"""The vectors on the store: :class:`SQLiteVectorIndex`, exact cosine search over one space of the
-``vectors`` table (entities, relations or chunks), a numpy matrix per space reloaded after a change."""
+"""The vectors on the store: :class:`SQLiteVectorIndex`, cosine search over one space of the ``vectors``
+table (entities, relations or chunks), through a search index kept in step with it (:mod:`.ann`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing_extensions import override
 
 from ..errors import StoreError
 from ..vectors import Embedder, VectorHit, VectorIndex, VectorItem, checked_vectors
+from .ann import SpaceIndex, saved_indexes, trim_key
 from .codec import IN_JSON, dumps
 from .schema import READ_TEXT, WRITE_VECTOR, WRITE_VECTOR_V1
 from .store import SQLiteStore
@@ -26,19 +27,24 @@ def _unit(vector: np.ndarray) -> np.ndarray:
     return vector / norm if norm else vector
 
 
-class SQLiteVectorIndex(VectorIndex):
-    """Exact cosine search over one space of the ``vectors`` table (float32 BLOBs, unit length).
+_LOG_KEEP = 10_000  # vector-log entries kept for processes whose index is behind, when none is saved
 
-    The first query loads the space's vectors into one numpy matrix (reloaded only after a commit);
-    search is a matrix-vector product, exact, with ties broken by id.
+
+class SQLiteVectorIndex(VectorIndex):
+    """Cosine search over one space of the ``vectors`` table (float32 BLOBs, unit length).
+
+    A space of fewer than ``exact_limit`` float32 numbers (:data:`~pathrag.sqlite.ann.EXACT_LIMIT`, 64 MB,
+    by default) is searched exactly from
+    one in-memory matrix; a bigger one through an HNSW index saved beside the store (see
+    :mod:`pathrag.sqlite.ann`). Either is brought up to date from the vector log, so a read after a
+    write costs about what any read costs. Hits are scored exactly, with ties broken by id.
     """
 
-    def __init__(self, store: SQLiteStore, space: str, embedder: Embedder) -> None:
+    def __init__(self, store: SQLiteStore, space: str, embedder: Embedder, *, exact_limit: int | None = None) -> None:
         self.store = store
         self.space = space
         self.embedder = embedder
-        self._cache: tuple[int, list[str], np.ndarray] | None = None
-        self._counter = f"vector_writes:{space}"
+        self._index = SpaceIndex(store, space, exact_limit=exact_limit)
 
     def __len__(self) -> int:
         return int(self.store.read("SELECT COUNT(*) FROM vectors WHERE space = ?", (self.space,))[0][0])
@@ -85,7 +91,7 @@ class SQLiteVectorIndex(VectorIndex):
                     for item, blob in zip(items, blobs, strict=True)
                 ],
             )
-            self.store.bump(self._counter)  # readers' cached matrices are now stale
+            self._trim_log()
 
     @override
     def upsert(self, items: Sequence[VectorItem]) -> None:
@@ -109,68 +115,50 @@ class SQLiteVectorIndex(VectorIndex):
         if ids != "[]":
             with self.store.transaction():
                 self.store.execute(f"DELETE FROM vectors WHERE space = ? AND id IN {IN_JSON}", (self.space, ids))
-                self.store.bump(self._counter)
+                self._trim_log()
 
     @override
     async def adelete(self, ids: Iterable[str]) -> None:
         self.delete(ids)
 
-    def _matrix(self) -> tuple[list[str], np.ndarray]:
-        """The space's ids and unit vectors as one float32 matrix, reloaded only after a change.
-
-        Call inside :meth:`SQLiteStore.snapshot`: the change counter and the rows are then one state."""
-        version = self.store.counter(self._counter)
-        if self._cache is None or self._cache[0] != version:
-            self._cache = None  # let the old matrix go before the new one is built
-            ((count,),) = self.store.read("SELECT COUNT(*) FROM vectors WHERE space = ?", (self.space,))
-            first = self.store.read("SELECT length(vector) FROM vectors WHERE space = ? LIMIT 1", (self.space,))
-            size = first[0][0] if first else 0
-            # filled row by row from a cursor: no list of every blob, no second copy of the matrix
-            matrix = np.empty((count, size // 4), dtype="<f4")
-            ids: list[str] = []
-            for row, (item_id, blob) in enumerate(
-                self.store.stream("SELECT id, vector FROM vectors WHERE space = ?", (self.space,))
-            ):
-                if row == count:  # cannot happen inside a snapshot; guards a misuse outside one
-                    break
-                if len(blob) != size:
-                    raise StoreError(
-                        f"{self.store.path}: the {self.space} vectors have different dimensions "
-                        f"({size // 4} and {len(blob) // 4}); rebuild the store"
-                    )
-                ids.append(item_id)
-                matrix[row] = np.frombuffer(blob, dtype="<f4")
-            self._cache = (version, ids, matrix[: len(ids)])
-        return self._cache[1], self._cache[2]
+    def _trim_log(self) -> None:
+        """Inside a write: drop the log entries no process needs any more. With a saved index, those it
+        already holds; without one, all but the last few thousand (a process further behind reloads)."""
+        ((low, high),) = self.store.wread("SELECT MIN(seq), MAX(seq) FROM vector_log WHERE space = ?", (self.space,))
+        if low is None or high - low < 2 * _LOG_KEEP:
+            return
+        saved = saved_indexes(self.store.directory, self.space)
+        bound = saved[0][0] if saved else high - _LOG_KEEP
+        if bound >= low:
+            self.store.execute("DELETE FROM vector_log WHERE space = ? AND seq <= ?", (self.space, bound))
+            self.store.set_meta({trim_key(self.space): bound})
 
     def _search(self, vector: Sequence[float], k: int) -> list[VectorHit]:
-        with self.store.snapshot():  # the matrix and the hits' metadata from one committed state
-            ids, matrix = self._matrix()
-            if k <= 0 or not ids:
+        query = _unit(np.asarray(vector, dtype=np.float32))
+        with self.store.snapshot():  # the candidates and the hits' rows from one committed state
+            if k <= 0:
                 return []
-            query = _unit(np.asarray(vector, dtype=np.float32))
-            if query.shape[0] != matrix.shape[1]:
+            dimension = self.store.read("SELECT value FROM meta WHERE key = 'dimension'")
+            if not dimension:
+                return []
+            if int(dimension[0][0]) != query.shape[0]:
                 raise StoreError(
                     f"the embedder gives {query.shape[0]}-dimensional vectors but {self.store.path} "
-                    f"holds {matrix.shape[1]}-dimensional ones: open the store with the embedder it "
+                    f"holds {dimension[0][0]}-dimensional ones: open the store with the embedder it "
                     "was built with"
                 )
-            scores = matrix @ query
-            k = min(k, len(ids))
-            top = np.argpartition(-scores, k - 1)[:k]
-            ranked = sorted(top.tolist(), key=lambda i: (-float(scores[i]), ids[i]))
-            found = {
-                i: (md, text)
-                for i, md, text in self.store.read(
-                    f"SELECT v.id, v.metadata, {READ_TEXT} FROM vectors v WHERE v.space = ? AND v.id IN {IN_JSON}",
-                    (self.space, dumps([ids[i] for i in ranked])),
-                )
-            }
+            keys = self._index.candidates(query, k)
+            rows = self.store.read(
+                f"SELECT v.id, v.metadata, {READ_TEXT}, v.vector FROM vectors v "
+                f"WHERE v.space = ? AND v.rowid IN {IN_JSON}",
+                (self.space, dumps(keys)),
+            )
+        scored = [(float(np.frombuffer(blob, dtype="<f4") @ query), i, md, text) for i, md, text, blob in rows]
+        scored.sort(key=lambda hit: (-hit[0], hit[1]))
         hits = []
-        for i in ranked:
-            metadata, text = found[ids[i]]
+        for score, item_id, metadata, text in scored[:k]:
             extra = {"text": text} if _HIT_TEXT else {}
-            hits.append(VectorHit(ids[i], float(scores[i]), json.loads(metadata), **extra))
+            hits.append(VectorHit(item_id, score, json.loads(metadata), **extra))
         return hits
 
     @override

@@ -1,0 +1,348 @@
+"""What a process keeps to search one vector space of the store, kept in step through the vector log.
+
+SQLite holds the truth; everything here is derived from it and checked against it, never trusted blindly.
+A small space is searched exactly, from one in-memory matrix (:class:`KeyedMatrix`). A big one is searched
+through an HNSW index (usearch) saved beside the store as ``pathrag-<space>.<seq>.usearch``, where ``seq``
+is the last vector-log entry it reflects; it is memory-mapped, so opening a big store loads nothing a query
+does not touch. The rows changed since that file (from the ``vector_log`` table) are held apart: the added
+ones in a :class:`KeyedMatrix`, searched exactly, the removed ones as keys the file's hits are filtered by.
+Once those changes are as big as a space worth indexing, a process that may write the directory folds them
+into a new file (written aside, then renamed into place). A file that is missing, older than the log
+reaches back, newer than the store, or disagrees with it (row count, sampled vectors) is rebuilt.
+
+Keys are the ``vectors`` table's rowids. Every search re-scores its candidates exactly from the rows of the
+caller's snapshot, so its scores and ties match exact search, and a reader on an older snapshot than this
+process's index sees exactly its own state (the keys changed since are looked up in its snapshot).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import threading
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .codec import IN_JSON, dumps
+from .store import SQLiteStore
+
+__all__ = ["EXACT_LIMIT", "KeyedMatrix", "SpaceIndex", "saved_indexes", "trim_key"]
+
+logger = logging.getLogger(__name__)
+
+EXACT_LIMIT = 1 << 24
+"""Search a space exactly while it holds fewer float32 numbers than this (64 MB: one exact search then
+reads at most 64 MB, about 10 ms on one core); above it, through a saved HNSW index. The same bound caps
+the changes held beside a saved index before they are folded into a new one."""
+
+_HISTORY = 1 << 16  # the keys changed most recently, for readers on a snapshot older than the index
+_SAMPLE = 8  # vectors of a saved index compared with the store when it is opened
+_REREAD = 4096  # a reader whose snapshot misses more changes than this is searched from its rows
+
+
+class KeyedMatrix:
+    """Unit float32 vectors under integer keys in one growable matrix: exact search, cheap add and remove.
+
+    >>> m = KeyedMatrix(2)
+    >>> m.add([7, 9], np.array([[1, 0], [0, 1]], dtype="<f4"))
+    >>> m.remove([9]); len(m), m.search(np.array([1, 0], dtype="<f4"), 5)
+    (1, [7])
+    """
+
+    def __init__(self, ndim: int) -> None:
+        self.ndim = ndim
+        self._matrix = np.empty((0, ndim), dtype="<f4")
+        self._keys = np.empty(0, dtype=np.int64)
+        self._row: dict[int, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._row
+
+    def add(self, keys: Sequence[int], vectors: np.ndarray) -> None:
+        """Add (or replace) the vectors under ``keys``."""
+        fresh = [i for i, key in enumerate(keys) if key not in self._row]
+        for i, key in enumerate(keys):
+            if key in self._row:
+                self._matrix[self._row[key]] = vectors[i]
+        size = len(self._row)
+        if size + len(fresh) > len(self._matrix):  # grow by half, as a list does, not once per add
+            grown = np.empty((max(size + len(fresh), len(self._matrix) * 3 // 2, 64), self.ndim), dtype="<f4")
+            grown[:size] = self._matrix[:size]
+            keys_grown = np.empty(len(grown), dtype=np.int64)
+            keys_grown[:size] = self._keys[:size]
+            self._matrix, self._keys = grown, keys_grown
+        for offset, i in enumerate(fresh):
+            self._row[int(keys[i])] = size + offset
+        self._matrix[size : size + len(fresh)] = vectors[fresh]
+        self._keys[size : size + len(fresh)] = [keys[i] for i in fresh]
+
+    def remove(self, keys: Iterable[int]) -> None:
+        """Remove the vectors under ``keys`` (absent keys are ignored); the last row fills each hole."""
+        for key in keys:
+            row = self._row.pop(key, None)
+            if row is None:
+                continue
+            last = len(self._row)
+            if row != last:
+                moved = int(self._keys[last])
+                self._matrix[row], self._keys[row] = self._matrix[last], moved
+                self._row[moved] = row
+
+    def items(self) -> tuple[np.ndarray, np.ndarray]:
+        """The keys and the matrix of their vectors (views, valid until the next change)."""
+        size = len(self._row)
+        return self._keys[:size], self._matrix[:size]
+
+    def search(self, query: np.ndarray, k: int) -> list[int]:
+        """The keys of the ``k`` best vectors by dot product with ``query``, and of any tied with the
+        ``k``-th (unordered)."""
+        keys, matrix = self.items()
+        if k <= 0 or not len(keys):
+            return []
+        scores = matrix @ query
+        k = min(k, len(keys))
+        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        # every key tied with the k-th best too: the caller breaks ties by id, not by matrix position
+        best: list[int] = keys[scores >= kth - 1e-6].tolist()
+        return best
+
+
+def _usearch() -> Any | None:
+    """The usearch index module, or ``None`` where it cannot load (every space is then searched exactly)."""
+    try:
+        from usearch import index
+    except ImportError as exc:  # a platform without its wheel, say
+        logger.info("usearch cannot be imported (%s): every vector space is searched exactly", exc)
+        return None
+    return index
+
+
+class SpaceIndex:
+    """One process's search structure for one space of a store, at one position of its vector log.
+
+    :meth:`candidates` brings it up to the caller's snapshot first (call it inside
+    :meth:`SQLiteStore.snapshot`), so a read right after a write replays a few log entries instead of
+    reloading the space."""
+
+    def __init__(self, store: SQLiteStore, space: str, *, exact_limit: int | None = None) -> None:
+        self.store = store
+        self.directory = store.directory
+        self.space = space
+        self._exact_limit = exact_limit
+        self.seq = -1  # the log position reflected; -1: nothing loaded yet
+        self.base: Any | None = None  # the saved HNSW index, memory-mapped
+        self.base_seq = -1
+        self.added: KeyedMatrix | None = None  # rows added since the base (every row when there is none)
+        self.removed: set[int] = set()  # keys of the base removed since
+        self.history: deque[tuple[int, int]] = deque(maxlen=_HISTORY)  # (seq, key) of recent changes
+        self.history_from = -1  # history is complete for every change after this seq
+        self.lock = threading.Lock()
+
+    # -- keeping in step --------------------------------------------------------------------------
+
+    def _head(self) -> tuple[int, int]:
+        """The snapshot's last log entry of this space, and the position the log was trimmed to."""
+        ((head,),) = self.store.read("SELECT MAX(seq) FROM vector_log WHERE space = ?", (self.space,))
+        trimmed = self.store.read("SELECT value FROM meta WHERE key = ?", (trim_key(self.space),))
+        floor = int(trimmed[0][0]) if trimmed else 0
+        return max(head or 0, floor), floor
+
+    def sync(self, ndim: int) -> int:
+        """Bring this index up to the caller's snapshot (or leave it ahead); return the snapshot's position."""
+        head, floor = self._head()
+        if self.seq < 0 or self.seq < floor or self.added is None or self.added.ndim != ndim:
+            self._load(head, floor, ndim)
+        elif head > self.seq:
+            self._replay(self.seq, head)
+        if not self.store.read_only and self._worth_folding():
+            self._fold()
+        return head
+
+    def _vectors(self, keys: Sequence[int]) -> tuple[list[int], np.ndarray]:
+        """The snapshot's vectors under ``keys`` (those it holds), in one read."""
+        rows = self.store.read(
+            f"SELECT rowid, vector FROM vectors WHERE space = ? AND rowid IN {IN_JSON}", (self.space, dumps(list(keys)))
+        )
+        return [r[0] for r in rows], _blobs([r[1] for r in rows])
+
+    def _replay(self, after: int, head: int) -> None:
+        last: dict[int, int] = {}
+        for seq, key, added in self.store.read(
+            "SELECT seq, key, added FROM vector_log WHERE space = ? AND seq > ? AND seq <= ? ORDER BY seq",
+            (self.space, after, head),
+        ):
+            last[key] = added
+            self.history.append((seq, key))
+        assert self.added is not None
+        self.added.remove(last)
+        if self.base is not None and last:
+            keys = np.fromiter(last, dtype=np.uint64, count=len(last))
+            self.removed.update(int(k) for k in keys[np.asarray(self.base.contains(keys), dtype=bool)])
+        found, vectors = self._vectors([key for key, added in last.items() if added])
+        if found:
+            self.added.add(found, vectors)
+        self.seq = head
+
+    def _load(self, head: int, floor: int, ndim: int) -> None:
+        """Start afresh at ``head``: from the newest saved index the log reaches back to, else from SQLite."""
+        self.history, self.history_from = deque(maxlen=_HISTORY), head
+        for seq, path in saved_indexes(self.directory, self.space):
+            if floor <= seq <= head and self._open_base(path, seq, head, ndim):
+                return
+        self.base, self.base_seq, self.removed, self.added = None, -1, set(), KeyedMatrix(ndim)
+        for keys, vectors in _batches(self.store.stream(_ROWS, (self.space,))):
+            self.added.add(keys, vectors)
+        self.seq = head
+
+    def _open_base(self, path: Path, seq: int, head: int, ndim: int) -> bool:
+        """Use the saved index at ``path`` plus the log after it, if they agree with the store."""
+        usearch = _usearch()
+        if usearch is None:
+            return False
+        try:
+            base = usearch.Index.restore(str(path), view=True)
+        except Exception as exc:  # a damaged or foreign file: rebuilt from the store
+            logger.warning("%s cannot be read (%s): rebuilding it from the store", path, exc)
+            return False
+        if base is None or base.ndim != ndim:
+            return False
+        self.base, self.base_seq, self.seq, self.removed, self.added = base, seq, seq, set(), KeyedMatrix(ndim)
+        self.history_from = seq
+        self._replay(seq, head)
+        ((count,),) = self.store.read("SELECT COUNT(*) FROM vectors WHERE space = ?", (self.space,))
+        if len(base) - len(self.removed) + len(self.added) == count and self._sample_agrees():
+            return True
+        logger.warning("%s does not match the store: rebuilding it", path)
+        return False
+
+    def _sample_agrees(self) -> bool:
+        assert self.base is not None
+        keys = np.asarray(self.base.keys)[:: max(1, len(self.base) // _SAMPLE)][:_SAMPLE]
+        wanted = [int(k) for k in keys if int(k) not in self.removed]
+        found, vectors = self._vectors(wanted)
+        if len(found) != len(wanted):
+            return False
+        if not found:
+            return True
+        saved = np.asarray(self.base.get(np.asarray(found, dtype=np.uint64)), dtype="<f4").reshape(len(found), -1)
+        return bool(np.allclose(saved, vectors, atol=1e-6))
+
+    # -- folding changes into a saved index -------------------------------------------------------
+
+    def _worth_folding(self) -> bool:
+        assert self.added is not None
+        changed = len(self.added) + len(self.removed)
+        limit = EXACT_LIMIT if self._exact_limit is None else self._exact_limit
+        return changed * self.added.ndim >= limit and _usearch() is not None
+
+    def _fold(self) -> None:
+        """Write a saved index holding the base and the changes since, then search through it."""
+        usearch = _usearch()
+        assert usearch is not None and self.added is not None
+        if self.base is not None:
+            index = usearch.Index.restore(str(_path(self.directory, self.space, self.base_seq)))
+            if self.removed:
+                index.remove(np.fromiter(self.removed, dtype=np.uint64, count=len(self.removed)))
+        else:
+            index = usearch.Index(ndim=self.added.ndim, metric="cos", dtype="f32")
+        keys, vectors = self.added.items()
+        if len(keys):
+            index.add(keys.astype(np.uint64), vectors, threads=os.cpu_count() or 1)
+        path = _path(self.directory, self.space, self.seq)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+        try:
+            index.save(str(tmp))
+            os.replace(tmp, path)
+        except (OSError, RuntimeError) as exc:  # a full disk, say: keep searching as before
+            logger.warning("cannot save %s (%s): its changes stay in memory", path, exc)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            return
+        del index
+        for seq, old in saved_indexes(self.directory, self.space):
+            if seq != self.seq:
+                with contextlib.suppress(OSError):
+                    old.unlink()
+        self.base = usearch.Index.restore(str(path), view=True)
+        self.base_seq, self.removed, self.added = self.seq, set(), KeyedMatrix(self.added.ndim)
+
+    # -- searching --------------------------------------------------------------------------------
+
+    def _top(self, query: np.ndarray, k: int, skip: set[int]) -> set[int]:
+        """Keys of the ``k`` best vectors of this index's state other than ``skip`` (the base's hits as
+        its HNSW search finds them), asking for more while skipped keys crowd them out."""
+        assert self.added is not None
+        found = set(self.added.search(query, k + len(skip))) - skip
+        if self.base is None:
+            return found
+        skip = skip | self.removed
+        wanted = k + 8
+        while True:
+            self.base.expansion_search = max(256, 2 * wanted)  # recall@10 >= 0.98 measured at this width
+            hits = [int(key) for key in self.base.search(query, wanted).keys]
+            kept = [key for key in hits if key not in skip]
+            if len(kept) >= k or len(hits) < wanted:
+                return found | set(kept)
+            wanted *= 4
+
+    def candidates(self, query: np.ndarray, k: int) -> list[int]:
+        """Keys worth scoring exactly for the ``k`` best hits of the caller's snapshot (a superset of
+        them, up to the HNSW search's recall; call inside :meth:`SQLiteStore.snapshot`)."""
+        with self.lock:
+            snapshot = self.sync(len(query))
+            if snapshot >= self.seq:
+                return list(self._top(query, k, set()))
+            changed = {key for seq, key in self.history if seq > snapshot}
+            if snapshot >= self.history_from and len(changed) <= _REREAD:
+                # keys changed after the caller's snapshot are scored as that snapshot has them
+                return list(self._top(query, k, changed) | changed)
+        return [key for key, _ in self.store.stream("SELECT rowid, 0 FROM vectors WHERE space = ?", (self.space,))]
+
+
+def trim_key(space: str) -> str:
+    """The ``meta`` key of the position up to which the vector log of ``space`` was trimmed."""
+    return f"vector_log_trimmed:{space}"
+
+
+_ROWS = "SELECT rowid, vector FROM vectors WHERE space = ? ORDER BY rowid"
+
+
+def _blobs(blobs: Sequence[bytes]) -> np.ndarray:
+    if not blobs:
+        return np.empty((0, 0), dtype="<f4")
+    return np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), -1)
+
+
+def _batches(rows: Iterator[tuple[Any, ...]], size: int = 4096) -> Iterator[tuple[list[int], np.ndarray]]:
+    batch: list[tuple[Any, ...]] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) == size:
+            yield [r[0] for r in batch], _blobs([r[1] for r in batch])
+            batch = []
+    if batch:
+        yield [r[0] for r in batch], _blobs([r[1] for r in batch])
+
+
+def _path(directory: Path, space: str, seq: int) -> Path:
+    return directory / f"pathrag-{space}.{seq}.usearch"
+
+
+def saved_indexes(directory: Path, space: str) -> list[tuple[int, Path]]:
+    """The saved indexes of ``space`` in ``directory``, newest first, with the log position of each."""
+    pattern = re.compile(rf"pathrag-{re.escape(space)}\.(\d+)\.usearch")
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    found = [(int(m.group(1)), directory / name) for name in names if (m := pattern.fullmatch(name))]
+    return sorted(found, reverse=True)

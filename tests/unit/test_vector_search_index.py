@@ -1,0 +1,190 @@
+"""The embedded store's search index (pathrag.sqlite.ann): a saved HNSW index plus the changes since, kept
+in step through the vector log, always answering as exact search over the caller's snapshot does."""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pathrag import HashingEmbedder
+from pathrag.sqlite import SQLiteStore, SQLiteVectorIndex
+from pathrag.sqlite.ann import KeyedMatrix, saved_indexes
+from pathrag.vectors import VectorItem
+
+pytest.importorskip("usearch")
+
+WORDS = [f"w{i}" for i in range(300)]
+EMBEDDER = HashingEmbedder(64)
+SMALL = 64 * 40  # an index folds changes into a saved file once 40 rows of 64 numbers changed
+
+
+def items(rng: random.Random, ids: range, tag: str = "") -> list[VectorItem]:
+    return [VectorItem(f"e{i}", " ".join(rng.choices(WORDS, k=5)) + tag, {"i": i}) for i in ids]
+
+
+def hits(index: SQLiteVectorIndex, query: str, k: int = 8) -> list[tuple[str, float]]:
+    return [(h.id, round(h.score, 5)) for h in index.query(query, k)]
+
+
+def queries(rng: random.Random, n: int = 30) -> list[str]:
+    return [" ".join(rng.choices(WORDS, k=3)) for _ in range(n)]
+
+
+def pair(directory: Path, limit: int = SMALL) -> tuple[SQLiteVectorIndex, SQLiteVectorIndex]:
+    """An index through the saved HNSW file, and one that always searches exactly, on one store."""
+    store = SQLiteStore(directory)
+    return (
+        SQLiteVectorIndex(store, "entities", EMBEDDER, exact_limit=limit),
+        SQLiteVectorIndex(store, "entities", EMBEDDER, exact_limit=10**12),
+    )
+
+
+def test_keyed_matrix_adds_replaces_and_removes() -> None:
+    m = KeyedMatrix(2)
+    m.add([1, 2, 3], np.array([[1, 0], [0, 1], [0.5, 0.75]], dtype="<f4"))
+    m.add([2], np.array([[-1, 0]], dtype="<f4"))  # replaced in place
+    m.remove([1, 99])
+    assert len(m) == 2 and 1 not in m
+    assert sorted(m.search(np.array([1, 0], dtype="<f4"), 1)) == [3]
+    keys, matrix = m.items()
+    assert dict(zip(keys.tolist(), matrix.tolist(), strict=True)) == {3: [0.5, 0.75], 2: [-1, 0]}
+
+
+def test_searches_through_a_saved_index_equal_exact_search_through_writes(tmp_path: Path) -> None:
+    rng = random.Random(0)
+    ann, exact = pair(tmp_path)
+    ann.upsert(items(rng, range(200)))
+    asked = queries(rng)
+    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert [seq for seq, _ in saved_indexes(tmp_path, "entities")] == [ann._index.base_seq]
+    ann.delete([f"e{i}" for i in range(0, 200, 3)])
+    ann.upsert(items(rng, range(1, 200, 3), " changed"))
+    ann.upsert(items(rng, range(200, 230)))
+    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert len(saved_indexes(tmp_path, "entities")) == 1  # older files go once a new one is in place
+
+
+def test_a_read_after_a_write_replays_the_log_instead_of_reloading(tmp_path: Path, monkeypatch) -> None:
+    rng = random.Random(1)
+    ann, exact = pair(tmp_path)
+    ann.upsert(items(rng, range(120)))
+    ann.query("w1", 3), exact.query("w1", 3)
+    monkeypatch.setattr(type(ann._index), "_load", lambda *a: pytest.fail("the space was reloaded"))
+    ann.upsert(items(rng, range(120, 125)))
+    ann.delete(["e3"])
+    assert hits(ann, "w1 w2") == hits(exact, "w1 w2")
+    assert ann._index.seq == ann.store.read("SELECT MAX(seq) FROM vector_log")[0][0]
+
+
+def test_a_new_process_opens_the_saved_index_and_answers_the_same(tmp_path: Path, monkeypatch) -> None:
+    rng = random.Random(2)
+    ann, exact = pair(tmp_path)
+    ann.upsert(items(rng, range(150)))
+    ann.query("w1", 3)  # folds into a saved file
+    ann.upsert(items(rng, range(150, 160)))  # and changes after it, replayed from the log
+    asked = queries(rng)
+    expected = [hits(exact, q) for q in asked]
+    ann.store.close()
+    reopened, _ = pair(tmp_path)
+    built = []
+    monkeypatch.setattr(type(reopened._index), "_fold", lambda self: built.append(1))
+    assert [hits(reopened, q) for q in asked] == expected
+    assert reopened._index.base is not None and not built  # opened, not rebuilt
+
+
+@pytest.mark.parametrize("damage", ["garbage", "cut", "other store", "newer than the store"])
+def test_a_saved_index_that_disagrees_with_the_store_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    rng = random.Random(3)
+    ann, exact = pair(tmp_path / "a")
+    ann.upsert(items(rng, range(150)))
+    ann.query("w1", 3)
+    ((seq, path),) = saved_indexes(tmp_path / "a", "entities")
+    if damage == "garbage":
+        path.write_bytes(os.urandom(path.stat().st_size))
+    elif damage == "cut":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif damage == "other store":  # same log position, other vectors
+        other, _ = pair(tmp_path / "b")
+        other.upsert(items(random.Random(99), range(150)))
+        other.query("w1", 3)
+        ((other_seq, other_path),) = saved_indexes(tmp_path / "b", "entities")
+        assert other_seq == seq
+        path.write_bytes(other_path.read_bytes())
+    else:  # as after restoring an older copy of the store beside a newer index
+        path.rename(path.with_name(f"pathrag-entities.{seq + 500}.usearch"))
+    asked = queries(rng)
+    expected = [hits(exact, q) for q in asked]
+    ann.store.close()
+    reopened, _ = pair(tmp_path / "a")
+    assert [hits(reopened, q) for q in asked] == expected
+
+
+def test_a_reader_on_an_older_snapshot_sees_its_own_state(tmp_path: Path) -> None:
+    rng = random.Random(4)
+    ann, exact = pair(tmp_path)
+    ann.upsert(items(rng, range(150)))
+    asked = queries(rng, 10)
+    before = [hits(exact, q) for q in asked]
+    old_reader_ready, written, seen = threading.Event(), threading.Event(), []
+
+    def old_reader() -> None:
+        with ann.store.snapshot():
+            ann.store.read("SELECT 1")
+            old_reader_ready.set()
+            written.wait(10)
+            seen.extend(hits(ann, q) for q in asked)
+
+    thread = threading.Thread(target=old_reader)
+    thread.start()
+    old_reader_ready.wait(10)
+    ann.delete([f"e{i}" for i in range(0, 150, 2)])
+    ann.upsert(items(rng, range(150, 200), " w1 w2 w3"))
+    hits(ann, "w1")  # this process's index moves past the old reader's snapshot
+    written.set()
+    thread.join()
+    assert seen == before
+
+
+def test_the_log_stays_bounded_and_a_process_behind_it_reloads(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("pathrag.sqlite.vectors._LOG_KEEP", 50)
+    rng = random.Random(5)
+    ann, exact = pair(tmp_path, limit=10**12)  # no saved index: trimmed to the last entries
+    ann.query("w1", 3)
+    for start in range(0, 600, 20):
+        ann.upsert(items(rng, range(start, start + 20)))
+    ((count,),) = ann.store.read("SELECT COUNT(*) FROM vector_log")
+    assert count <= 2 * 50 + 20
+    assert hits(ann, "w1 w2") == hits(exact, "w1 w2")
+
+
+def test_a_read_only_store_searches_without_writing_a_file(tmp_path: Path, monkeypatch) -> None:
+    rng = random.Random(6)
+    ann, exact = pair(tmp_path, limit=10**12)
+    ann.upsert(items(rng, range(150)))
+    expected = hits(exact, "w1 w2")
+    ann.store.close()
+    real_access = os.access  # as on a read-only mount (see test_store_hostile.py)
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if mode & os.W_OK else real_access(p, mode, **kw))
+    reader, _ = pair(tmp_path)
+    assert reader.store.read_only
+    assert hits(reader, "w1 w2") == expected
+    assert saved_indexes(tmp_path, "entities") == [] and reader._index.base is None
+
+
+def test_the_log_records_every_change_of_the_vectors_table(tmp_path: Path) -> None:
+    ann, _ = pair(tmp_path)
+    ann.upsert(items(random.Random(7), range(3)))
+    ann.upsert([VectorItem("e1", "changed text", {})])  # INSERT OR REPLACE: its delete counts too
+    ann.delete(["e2"])
+    db = sqlite3.connect(tmp_path / "pathrag.sqlite")
+    rows = db.execute("SELECT rowid FROM vectors").fetchall()
+    net: dict[int, int] = {}
+    for key, added in db.execute("SELECT key, added FROM vector_log ORDER BY seq"):
+        net[key] = added
+    assert sorted(k for k, a in net.items() if a) == sorted(r[0] for r in rows)
