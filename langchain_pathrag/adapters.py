@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
@@ -31,6 +32,10 @@ from pathrag import Embedder, VectorHit, VectorItem
 from pathrag.vectors import checked_vectors
 
 __all__ = ["LangChainEmbedder", "LangChainLanguageModel", "LangChainVectorIndex", "PathRAGEmbeddings"]
+
+#: The metadata key that also holds an item's id in stores that cannot look items up by id (see
+#: :class:`LangChainVectorIndex`).
+ID_KEY = "pathrag_id"
 
 
 def _text(output: Any) -> str:
@@ -142,9 +147,18 @@ class LangChainVectorIndex:
       ranking also uses the score, so a store whose raw score is a distance needs the relevance one.
       A query whose embedding is the zero vector (a text without words, for the hashing embedder) has no
       direction to compare: it finds nothing, instead of the error some stores raise (``InMemoryVectorStore``:
-      ``NaN values found``).
+      ``NaN values found``). So does a query to a store that cannot score it while a plain search finds
+      nothing (``langchain-milvus`` before its collection exists: ``No index params provided``).
     * Get: ``get_by_ids`` (``None`` where the store has no such item or cannot look one up).
+    * Ids: a hit's id is its ``Document.id``. A store that cannot look items up by id (no ``get_by_ids``)
+      also gets each item's id in the metadata, under :data:`ID_KEY`, because such stores may return
+      search results without ``Document.id`` (``langchain-milvus`` does); hits take their id from there
+      when ``Document.id`` is missing, and the key never shows in a hit's or item's metadata.
     * Delete: ``delete(ids)``, never called with an empty list (some stores then delete everything).
+    * Event loops: the store's own async methods (``aadd_documents``...) are used in one event loop only,
+      the first the index is used in; in any other, its sync methods run in a worker thread. Many async
+      clients are bound to the loop they first ran in (``langchain-milvus``'s is), and the index's sync
+      methods (``PathRAGIndexer.add_documents``...) run each call in a new loop.
 
     Give each of the entity, relation and chunk indexes its own store (or collection): their
     documents are told apart by nothing else.
@@ -161,6 +175,16 @@ class LangChainVectorIndex:
         if not isinstance(store, VectorStore):
             raise TypeError(f"expected a LangChain VectorStore, got {type(store).__name__}")
         self.store = store
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def _call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """The store's ``a<name>`` in the first event loop the index ran in, else ``name`` in a thread."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        if loop is self._loop:
+            return await getattr(self.store, f"a{name}")(*args, **kwargs)
+        return await asyncio.to_thread(getattr(self.store, name), *args, **kwargs)
 
     def upsert(self, items: Sequence[VectorItem]) -> None:
         """Store ``items`` under their ids, skipping unchanged ones and replacing changed ones."""
@@ -175,7 +199,7 @@ class LangChainVectorIndex:
         if stale:
             self.store.delete(stale)
         if todo:
-            self.store.add_documents(todo, ids=[doc.id for doc in todo])
+            self.store.add_documents(_with_id_key(todo, stored), ids=[doc.id for doc in todo])
 
     async def aupsert(self, items: Sequence[VectorItem]) -> None:
         """Async :meth:`upsert`."""
@@ -183,14 +207,14 @@ class LangChainVectorIndex:
         if not docs:
             return
         try:
-            stored = await self.store.aget_by_ids(list(docs))
+            stored = await self._call("get_by_ids", list(docs))
         except NotImplementedError:
             stored = None
         todo, stale = _changes(docs, stored)
         if stale:
-            await self.store.adelete(stale)
+            await self._call("delete", stale)
         if todo:
-            await self.store.aadd_documents(todo, ids=[doc.id for doc in todo])
+            await self._call("add_documents", _with_id_key(todo, stored), ids=[doc.id for doc in todo])
 
     def query(self, text: str, k: int) -> list[VectorHit]:
         """The ``k`` items nearest ``text``, in the store's order (best first); none when ``k <= 0``."""
@@ -202,7 +226,7 @@ class LangChainVectorIndex:
             except NotImplementedError:  # no relevance function: the raw score
                 found = self.store.similarity_search_with_score(text, k=k)
         except ValueError:
-            if self._directionless(text):
+            if self._directionless(text) or not self.store.similarity_search_with_score(text, k=1):
                 return []
             raise
         return [_hit(doc, score) for doc, score in found]
@@ -213,11 +237,11 @@ class LangChainVectorIndex:
             return []
         try:
             try:
-                found = await self.store.asimilarity_search_with_relevance_scores(text, k=k)
+                found = await self._call("similarity_search_with_relevance_scores", text, k=k)
             except NotImplementedError:
-                found = await self.store.asimilarity_search_with_score(text, k=k)
+                found = await self._call("similarity_search_with_score", text, k=k)
         except ValueError:
-            if self._directionless(text):
+            if self._directionless(text) or not await self._call("similarity_search_with_score", text, k=1):
                 return []
             raise
         return [_hit(doc, score) for doc, score in found]
@@ -234,7 +258,7 @@ class LangChainVectorIndex:
         except NotImplementedError:
             return None
         return next(
-            (VectorItem(item_id, doc.page_content, dict(doc.metadata)) for doc in found if doc.id == item_id), None
+            (VectorItem(item_id, doc.page_content, _metadata(doc)) for doc in found if _doc_id(doc) == item_id), None
         )
 
     def delete(self, ids: Iterable[str]) -> None:
@@ -247,7 +271,7 @@ class LangChainVectorIndex:
         """Async :meth:`delete`."""
         ids = list(ids)
         if ids:
-            await self.store.adelete(ids)
+            await self._call("delete", ids)
 
     def __repr__(self) -> str:
         return f"LangChainVectorIndex({type(self.store).__name__})"
@@ -272,5 +296,22 @@ def _changes(docs: dict[str, Document], stored: list[Document] | None) -> tuple[
     return todo, [doc.id for doc in todo if doc.id in known]  # type: ignore[misc]
 
 
+def _with_id_key(docs: list[Document], stored: list[Document] | None) -> list[Document]:
+    """``docs``, with their ids also in the metadata when the store cannot look ids up (``stored`` is None)."""
+    if stored is not None:
+        return docs
+    return [
+        Document(id=doc.id, page_content=doc.page_content, metadata={**doc.metadata, ID_KEY: doc.id}) for doc in docs
+    ]
+
+
+def _doc_id(doc: Document) -> str:
+    return doc.id or str(doc.metadata.get(ID_KEY) or "")
+
+
+def _metadata(doc: Document) -> dict[str, Any]:
+    return {key: value for key, value in doc.metadata.items() if key != ID_KEY}
+
+
 def _hit(doc: Document, score: float) -> VectorHit:
-    return VectorHit(doc.id or "", float(score), dict(doc.metadata), doc.page_content)
+    return VectorHit(_doc_id(doc), float(score), _metadata(doc), doc.page_content)
