@@ -139,8 +139,9 @@ class SpaceIndex:
         self.space = space
         self._exact_limit = exact_limit
         self.seq = -1  # the log position reflected; -1: nothing loaded yet
-        self.base: Any | None = None  # the saved HNSW index, memory-mapped
+        self.base: Any | None = None  # the saved HNSW index: memory-mapped, or held if this process wrote it
         self.base_seq = -1
+        self._held = False  # the base is in memory (this process wrote it), so changes fold into it in place
         self.added: KeyedMatrix | None = None  # rows added since the base (every row when there is none)
         self.removed: set[int] = set()  # keys of the base removed since
         self.history: deque[tuple[int, int]] = deque(maxlen=_HISTORY)  # (seq, key) of recent changes
@@ -248,12 +249,14 @@ class SpaceIndex:
         """Write a saved index holding the base and the changes since, then search through it."""
         usearch = _usearch()
         assert usearch is not None and self.added is not None
-        if self.base is not None:
+        if self.base is not None and self._held:
+            index = self.base
+        elif self.base is not None:
             index = usearch.Index.restore(str(_path(self.directory, self.space, self.base_seq)))
-            if self.removed:
-                index.remove(np.fromiter(self.removed, dtype=np.uint64, count=len(self.removed)))
         else:
             index = usearch.Index(ndim=self.added.ndim, metric="cos", dtype="f32")
+        if self.removed:
+            index.remove(np.fromiter(self.removed, dtype=np.uint64, count=len(self.removed)))
         keys, vectors = self.added.items()
         if len(keys):
             index.add(keys.astype(np.uint64), vectors, threads=os.cpu_count() or 1)
@@ -262,18 +265,23 @@ class SpaceIndex:
         try:
             index.save(str(tmp))
             os.replace(tmp, path)
-        except (OSError, RuntimeError) as exc:  # a full disk, say: keep searching as before
-            logger.warning("cannot save %s (%s): its changes stay in memory", path, exc)
+        except (OSError, RuntimeError) as exc:  # a full disk, say: search from memory, saved next time
+            logger.warning("cannot save %s (%s): the index stays in this process's memory", path, exc)
             with contextlib.suppress(OSError):
                 tmp.unlink()
-            return
-        del index
-        for seq, old in saved_indexes(self.directory, self.space):
-            if seq != self.seq:
-                with contextlib.suppress(OSError):
-                    old.unlink()
-        self.base = usearch.Index.restore(str(path), view=True)
-        self.base_seq, self.removed, self.added = self.seq, set(), KeyedMatrix(self.added.ndim)
+        else:
+            for seq, old in saved_indexes(self.directory, self.space):
+                if seq != self.seq:
+                    with contextlib.suppress(OSError):
+                        old.unlink()
+        # kept in memory: the next fold adds to it instead of reading the file back
+        self.base, self.base_seq, self._held = index, self.seq, True
+        self.removed, self.added = set(), KeyedMatrix(self.added.ndim)
+
+    def catch_up(self, ndim: int) -> None:
+        """Bring this index up to the caller's snapshot now (folding changes if they are worth it)."""
+        with self.lock:
+            self.sync(ndim)
 
     # -- searching --------------------------------------------------------------------------------
 

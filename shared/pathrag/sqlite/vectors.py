@@ -133,19 +133,41 @@ class SQLiteVectorIndex(VectorIndex):
             self.store.execute("DELETE FROM vector_log WHERE space = ? AND seq <= ?", (self.space, bound))
             self.store.set_meta({trim_key(self.space): bound})
 
+    def _dimension(self) -> int | None:
+        rows = self.store.read("SELECT value FROM meta WHERE key = 'dimension'")
+        return int(rows[0][0]) if rows else None
+
+    def catch_up(self) -> None:
+        """Bring this process's search index up to the last commit now, instead of at the next query.
+
+        A writer calls it after each commit, so that its own next read, and a bulk import's first query
+        elsewhere, find the index (and, for a big space, its saved file) ready.
+
+        >>> import tempfile
+        >>> from pathrag import HashingEmbedder
+        >>> from pathrag.vectors import VectorItem
+        >>> index = SQLiteVectorIndex(SQLiteStore(tempfile.mkdtemp()), "entities", HashingEmbedder(8))
+        >>> index.upsert([VectorItem("a", "harbour pilot", {})]); index.catch_up()
+        >>> [hit.id for hit in index.query("pilot", 1)]
+        ['a']
+        """
+        with self.store.snapshot():
+            dimension = self._dimension()
+            if dimension is not None:
+                self._index.catch_up(dimension)
+
     def _search(self, vector: Sequence[float], k: int) -> list[VectorHit]:
         query = _unit(np.asarray(vector, dtype=np.float32))
         with self.store.snapshot():  # the candidates and the hits' rows from one committed state
             if k <= 0:
                 return []
-            dimension = self.store.read("SELECT value FROM meta WHERE key = 'dimension'")
-            if not dimension:
+            dimension = self._dimension()
+            if dimension is None:
                 return []
-            if int(dimension[0][0]) != query.shape[0]:
+            if dimension != query.shape[0]:
                 raise StoreError(
                     f"the embedder gives {query.shape[0]}-dimensional vectors but {self.store.path} "
-                    f"holds {dimension[0][0]}-dimensional ones: open the store with the embedder it "
-                    "was built with"
+                    f"holds {dimension}-dimensional ones: open the store with the embedder it was built with"
                 )
             keys = self._index.candidates(query, k)
             rows = self.store.read(
