@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from pathrag import Document, HashingEmbedder, PathRAGIndex, RetrievedItem, VectorHit
+from pathrag import Document, HashingEmbedder, NetworkXGraphStore, PathRAGIndex, RetrievedItem, VectorHit
 from pathrag.context import PathContext, build_evidence_context, items_context, result_context
 from pathrag.importers import import_openie
 from pathrag.retrieval import pick_seeds
@@ -418,11 +418,12 @@ def corpus_passages(data: Path) -> list[str]:
     return [doc.get("passage") or f"{doc['title']}\n{doc['text']}" for doc in docs]
 
 
-def build_index(data: Path, embedder: Any, extract_llm: Any = None) -> PathRAGIndex:
-    """The graph of ``data``: imported from its OpenIE file, or extracted by ``extract_llm``."""
+def build_index(data: Path, embedder: Any, extract_llm: Any = None, store: Path | None = None) -> PathRAGIndex:
+    """The graph of ``data``: imported from its OpenIE file, or extracted by ``extract_llm``; in memory, or
+    in the embedded store at ``store``."""
     started = time.perf_counter()
     if extract_llm is not None:
-        index = PathRAGIndex(llm=extract_llm, embedder=embedder)  # a document's text is one chunk
+        index = PathRAGIndex(store, llm=extract_llm, embedder=embedder)  # a document's text is one chunk
         summary = index.insert([Document(id=f"passage-{i}", text=text) for i, text in enumerate(corpus_passages(data))])
         print(
             f"extracted {summary.entities} entities, {summary.relations} relations from {summary.chunks} passages "
@@ -430,7 +431,8 @@ def build_index(data: Path, embedder: Any, extract_llm: Any = None) -> PathRAGIn
             file=sys.stderr,
         )
         return index
-    index = PathRAGIndex(embedder=embedder)
+    # in a store, the graph stays in memory all the same: the peers (PageRank) read its networkx graph
+    index = PathRAGIndex(store, embedder=embedder, graph=None if store is None else NetworkXGraphStore())
     imported = import_openie(openie_file(data), index)
     print(
         f"imported {imported.entities} entities, {imported.relations} relations, {imported.chunks} passages "
@@ -451,16 +453,18 @@ def run(
     model: str | None = None,
     extract_with: str | Any = None,
     progress: bool = True,
+    store: Path | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark; returns ``{"embedder", "questions", "rows": [...]}`` (one row per method and budget).
 
     ``extract_with``: a LangChain ``provider:name`` or a :class:`pathrag.LanguageModel` that builds the
-    graph by extraction instead of the OpenIE import.
+    graph by extraction instead of the OpenIE import. ``store``: build it in the embedded store there (a
+    new directory) instead of in memory.
     """
     name, emb = make_embedder(embedder, cache_dir)
     questions = load_questions(data, limit)
     extract_llm = _extraction_model(extract_with) if isinstance(extract_with, str) else extract_with
-    index = build_index(data, emb, extract_llm)
+    index = build_index(data, emb, extract_llm, store)
     emb.embed([q.text for q in questions])  # query embeddings outside the timed part
     emb.save()
     llm = _chat_model(model) if model else None
@@ -559,7 +563,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="build the graph by extraction with this LangChain chat model instead of the OpenIE file",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
+    parser.add_argument("--store", type=Path, default=None, help="build the index in an embedded store here")
+    parser.add_argument(
+        "--exact-limit",
+        type=int,
+        default=None,
+        help="with --store: search vector spaces of at least this many float32 numbers through the saved "
+        "HNSW index (1: every space; default: pathrag.sqlite.ann.EXACT_LIMIT)",
+    )
     args = parser.parse_args(argv)
+    if args.exact_limit is not None:
+        import pathrag.sqlite.ann
+
+        pathrag.sqlite.ann.EXACT_LIMIT = args.exact_limit
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = set(methods) - set(METHODS)
     if unknown:
@@ -573,6 +589,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         cache_dir=args.cache_dir,
         model=args.model,
         extract_with=args.extract_with,
+        store=args.store,
     )
     print(format_table(report))
     if args.json is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from typing_extensions import override
@@ -62,6 +63,17 @@ class SQLiteVectorIndex(VectorIndex):
             f"SELECT {READ_TEXT}, v.metadata FROM vectors v WHERE v.space = ? AND v.id = ?", (self.space, item_id)
         )
         return VectorItem(item_id, rows[0][0], json.loads(rows[0][1])) if rows else None
+
+    def rows(self) -> list[tuple[str, str, dict[str, Any], bytes]]:
+        """``(id, text, metadata, float32 vector bytes)`` of every item, as
+        :meth:`pathrag.InMemoryVectorIndex.rows` gives them."""
+        return [
+            (i, text, json.loads(metadata), blob)
+            for i, text, metadata, blob in self.store.read(
+                f"SELECT v.id, {READ_TEXT}, v.metadata, v.vector FROM vectors v WHERE v.space = ? ORDER BY v.rowid",
+                (self.space,),
+            )
+        ]
 
     def changed(self, items: Sequence[VectorItem]) -> list[VectorItem]:
         """Items whose text or metadata is new or different: the only ones worth paying to embed."""
