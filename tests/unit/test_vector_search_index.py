@@ -188,3 +188,31 @@ def test_the_log_records_every_change_of_the_vectors_table(tmp_path: Path) -> No
     for key, added in db.execute("SELECT key, added FROM vector_log ORDER BY seq"):
         net[key] = added
     assert sorted(k for k, a in net.items() if a) == sorted(r[0] for r in rows)
+
+
+def test_a_process_takes_a_newer_saved_index_instead_of_folding_itself(tmp_path: Path, monkeypatch) -> None:
+    rng = random.Random(8)
+    writer, exact = pair(tmp_path)
+    reader, _ = pair(tmp_path)  # as another process: its own store connections and index
+    writer.upsert(items(rng, range(30)))
+    assert hits(reader, "w1") == hits(exact, "w1")  # small: exact, from memory
+    writer.upsert(items(rng, range(30, 200)))
+    writer.catch_up()  # the writer folds the changes into a new saved file
+    assert saved_indexes(tmp_path, "entities")
+    monkeypatch.setattr(type(reader._index), "_fold", lambda self: pytest.fail("folded again"))
+    asked = queries(rng)
+    assert [hits(reader, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert reader._index.base_seq == writer._index.base_seq
+
+
+def test_a_commit_brings_the_writers_search_indexes_up_to_date(tmp_path: Path) -> None:
+    from pathrag import Document, PathRAGIndex
+
+    from ..fakes import ScriptedLLM
+
+    index = PathRAGIndex(tmp_path, llm=ScriptedLLM(), embedder=EMBEDDER)
+    index.insert([Document(id="a", text="ENTITY Mara | person | Harbour pilot.")])
+    for name, vectors in index.vector_indexes.items():
+        assert isinstance(vectors, SQLiteVectorIndex)
+        ((head,),) = vectors.store.read("SELECT MAX(seq) FROM vector_log WHERE space = ?", (name,))
+        assert vectors._index.seq == (head or 0), name  # taken in at the commit, not at a query

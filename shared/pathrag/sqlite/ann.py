@@ -164,8 +164,12 @@ class SpaceIndex:
             self._load(head, floor, ndim)
         elif head > self.seq:
             self._replay(self.seq, head)
-        if not self.store.read_only and self._worth_folding():
-            self._fold()
+        if self._worth_folding():
+            newest = saved_indexes(self.directory, self.space)
+            if newest and self.base_seq < newest[0][0] <= head:  # another process folded: take its file
+                self._load(head, floor, ndim)
+            elif not self.store.read_only:
+                self._fold()
         return head
 
     def _vectors(self, keys: Sequence[int]) -> tuple[list[int], np.ndarray]:
