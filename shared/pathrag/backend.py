@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import sqlite3
@@ -47,8 +48,11 @@ from .records import (
     cited,
 )
 from .sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, WriterLock, unpack_records
+from .sqlite.schema import COUNT_DEGREES
 from .staging import Staged
 from .vectors import Embedder, InMemoryVectorIndex, VectorIndex
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["IndexBackend", "MemoryBackend", "SQLiteBackend"]
 
@@ -140,6 +144,12 @@ class IndexBackend:
         """What cheap counts say disagrees (an empty list: nothing found), for the index's own vector
         ``spaces`` (entities, relations, chunks) and, with ``graph``, its own graph: a part of
         :meth:`pathrag.PathRAGIndex.check` cheap enough to run on every open (nothing in memory)."""
+        return []
+
+    def check_degrees(self) -> list[str]:
+        """What a recount of the graph's degrees says disagrees with those the store keeps (an empty list:
+        nothing found): a part of :meth:`pathrag.PathRAGIndex.check` (nothing kept in memory, nor in a
+        store of format 2)."""
         return []
 
     # -- the rest ----------------------------------------------------------------------------------
@@ -289,6 +299,8 @@ class SQLiteBackend(IndexBackend):
         self.directory = store.directory
         self._lock = WriterLock(store.directory)
         self._seen = -1  # the store's commit counter when the record tables were last read or written
+        self._vectors: list[SQLiteVectorIndex] = []  # brought up to date after each commit
+        self._committed = False
 
     @classmethod
     def open(
@@ -329,7 +341,9 @@ class SQLiteBackend(IndexBackend):
 
     @override
     def own_vectors(self, name: str, embedder: Embedder) -> VectorIndex:
-        return SQLiteVectorIndex(self._db, name, embedder)
+        index = SQLiteVectorIndex(self._db, name, embedder)
+        self._vectors.append(index)
+        return index
 
     @override
     def meta(self) -> dict[str, str]:
@@ -355,6 +369,9 @@ class SQLiteBackend(IndexBackend):
             yield self.refresh()
         finally:
             self._lock.release()
+        if self._committed:  # after the lock: other writers need not wait for it
+            self._committed = False
+            self._catch_up()
 
     @override
     def refresh(self) -> bool:
@@ -379,8 +396,18 @@ class SQLiteBackend(IndexBackend):
                     self._seen = self._db.count_commit()
             except _Overtaken:
                 return False
+            self._committed = True
         self.records.reset()  # committed: a long-lived writer keeps no more than one write's rows
         return True
+
+    def _catch_up(self) -> None:
+        """After a commit: the vector search indexes take in its changes now, not at the next query (a
+        failure here loses nothing: the commit stands, and the next query tries again)."""
+        for index in self._vectors:
+            try:
+                index.catch_up()
+            except Exception as exc:
+                logger.warning("%r could not take in the last commit yet: %r", index, exc)
 
     @override
     def abandon(self) -> None:
@@ -450,6 +477,20 @@ class SQLiteBackend(IndexBackend):
         return problems
 
     @override
+    def check_degrees(self) -> list[str]:
+        if self._db.format_version < 3:  # counted on every read: nothing kept to check
+            return []
+        with self._db.snapshot():
+            rows = self._db.read(_DEGREES_DIFFER)
+        if not rows:
+            return []
+        name, kept, counted = rows[0]
+        return [
+            f"{len(rows)} entities whose kept degrees differ from a recount of the relations, e.g. {name!r} "
+            f"(kept {kept or 'none'}, counted {counted or 'none'})"
+        ]
+
+    @override
     def check_writable(self) -> None:
         self._db.check_writable()
 
@@ -479,6 +520,21 @@ _CHUNKS_WITHOUT_VECTOR = (
     "AND NOT EXISTS (SELECT 1 FROM vectors v WHERE v.space = 'chunks' AND v.id = d.chunk_id) "
     "AND EXISTS (SELECT 1 FROM chunks c WHERE c.id = d.chunk_id)"
 )
+
+# The entities whose kept degrees (the degrees table, format 3) differ from a recount of the relations, each
+# with both as "degree/out_degree" (NULL where there is no row), in name order: the counted rows against the
+# kept ones, then the kept rows of entities with no relation to count (self-loops aside).
+_DEGREES_DIFFER = f"""
+WITH counted(name, degree, out_degree) AS ({COUNT_DEGREES.split("INSERT INTO degrees", 1)[1]})
+SELECT c.name, d.degree || '/' || d.out_degree, c.degree || '/' || c.out_degree
+FROM counted c LEFT JOIN degrees d ON d.name = c.name
+WHERE d.name IS NULL OR d.degree != c.degree OR d.out_degree != c.out_degree
+UNION ALL
+SELECT d.name, d.degree || '/' || d.out_degree, NULL FROM degrees d
+WHERE NOT EXISTS (SELECT 1 FROM relations r WHERE r.source = d.name AND r.target != r.source)
+AND NOT EXISTS (SELECT 1 FROM relations r WHERE r.target = d.name AND r.source != r.target)
+ORDER BY 1
+"""
 
 
 def _disagree(store: SQLiteStore, space: str, table: str) -> list[str]:

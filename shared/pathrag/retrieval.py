@@ -45,6 +45,7 @@ empty result.
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 import re
@@ -237,16 +238,28 @@ def _fill(
 
 
 def _passage_hits(index: VectorIndex, hits: Sequence[VectorHit]) -> list[VectorHit]:
-    """Hits with their text: from the hit, else from the index's ``get(id)``; hits with none are dropped."""
-    lookup = getattr(index, "get", None)
+    """Hits with their text: from the hit, else from the index (:func:`_texts`); hits with none are dropped."""
+    texts = _texts(index, [hit.id for hit in hits if not hit.text])
     found = []
     for hit in hits:
-        text = hit.text
-        if not text and callable(lookup):
-            text = getattr(lookup(hit.id), "text", "") or ""
+        text = hit.text or texts.get(hit.id, "")
         if text.strip():
             found.append(VectorHit(hit.id, hit.score, hit.metadata, text))
     return found
+
+
+def _texts(index: VectorIndex, ids: Sequence[str]) -> dict[str, str]:
+    """The texts the index holds for ``ids``: in one read where it has ``get_many`` (the embedded store's),
+    else through its ``get(id)`` for each (none without a ``get``)."""
+    if not ids:
+        return {}
+    many = getattr(index, "get_many", None)
+    if callable(many):
+        return {item_id: item.text or "" for item_id, item in many(ids).items()}
+    lookup = getattr(index, "get", None)
+    if not callable(lookup):
+        return {}
+    return {item_id: getattr(lookup(item_id), "text", "") or "" for item_id in dict.fromkeys(ids)}
 
 
 def _anchor_entities(anchor: VectorHit, seeds: Sequence[str], entities: Mapping[str, Entity]) -> list[str]:
@@ -292,7 +305,7 @@ def _reached_hits(
         return []
     returned = {hit.id for hit in hits}
     floor = min(hit.score for hit in hits)
-    extra = [cid for cid in sorted(gathered, key=lambda c: (-gathered[c], c)) if cid not in returned][:limit]
+    extra = heapq.nsmallest(limit, (cid for cid in gathered if cid not in returned), key=lambda c: (-gathered[c], c))
     return _passage_hits(index, [VectorHit(cid, floor) for cid in extra])
 
 

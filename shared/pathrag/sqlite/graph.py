@@ -23,7 +23,8 @@ class SQLiteGraphStore(BaseGraphStore):
     Same semantics as :class:`~pathrag.NetworkXGraphStore` (a directed graph whose relations are, unless
     ``directed_relations``, identified by their unordered pair and stored in the direction first seen).
     Reads see the last committed state; writes join the store's open transaction. Each hop of a path
-    search is a few indexed queries, whatever the size of the graph.
+    search is two indexed queries for the whole frontier, whatever the size of the graph: the degrees are
+    read from the ``degrees`` table the store keeps (format 3), or counted on a store too old to keep them.
     """
 
     # The async twins call the sync methods on the caller's thread, not in a worker thread: a reader's
@@ -47,20 +48,20 @@ class SQLiteGraphStore(BaseGraphStore):
             f"{out} UNION SELECT target, source FROM relations WHERE target IN {IN_JSON} AND source != target{keep_in}"
         )
 
-    def _pairs(
+    def _adjacency(
         self, nodes: Collection[str], directed: bool, keep: Collection[str] | None = None
-    ) -> list[tuple[Any, ...]]:
-        if not nodes:
-            return []
+    ) -> tuple[str, list[str]]:
+        """The query of the ``(node, neighbour)`` pairs of ``nodes`` (only the neighbours in ``keep``, if
+        given), and its parameters."""
         names = dumps(list(nodes))
         if keep is None:
-            params: tuple[str, ...] = (names,) if directed else (names, names)
-        else:
-            kept = dumps(list(keep))
-            params = (names, kept) if directed else (names, kept, names, kept)
-        return self.store.read(self._adjacency_sql(directed, keep is not None), params)
+            return self._adjacency_sql(directed, False), [names] if directed else [names, names]
+        kept = dumps(list(keep))
+        return self._adjacency_sql(directed, True), [names, kept] if directed else [names, kept, names, kept]
 
     def _degrees(self, nodes: Collection[str], directed: bool) -> dict[str, int]:
+        """Traversal degrees counted from the relations (a store of format 2 keeps none): every node of
+        ``nodes`` present, 0 for one without relations."""
         if not nodes:
             return {}
         names = dumps(list(nodes))
@@ -72,30 +73,71 @@ class SQLiteGraphStore(BaseGraphStore):
         found.update(rows)
         return found
 
+    @property
+    def kept_degrees(self) -> bool:
+        """Whether the store keeps its degrees (format 3 on): then a hop reads them instead of counting."""
+        return self.store.format_version >= 3
+
+    def _known(self, requests: Iterable[str], directed: bool) -> dict[str, int]:
+        """The requested names that are entities, with their traversal degree: one query."""
+        names = dumps([str(n) for n in requests])
+        if not self.kept_degrees:
+            known = [row[0] for row in self.store.read(f"SELECT name FROM entities WHERE name IN {IN_JSON}", (names,))]
+            return self._degrees(known, directed)
+        column = "out_degree" if directed else "degree"
+        return dict(
+            self.store.read(
+                f"SELECT e.name, COALESCE(d.{column}, 0) FROM entities e LEFT JOIN degrees d ON d.name = e.name "
+                f"WHERE e.name IN {IN_JSON}",
+                (names,),
+            )
+        )
+
+    def _hop(
+        self, whole: Sequence[str], capped: Sequence[str], keep: Collection[str], directed: bool
+    ) -> list[tuple[Any, ...]]:
+        """``(node, neighbour, neighbour's degree)`` for every neighbour of ``whole`` and every neighbour of
+        ``capped`` in ``keep``: one query on a store keeping its degrees (``None`` degrees otherwise)."""
+        asked = ([self._adjacency(whole, directed)] if whole else []) + (
+            [self._adjacency(capped, directed, keep)] if capped and keep else []
+        )
+        parts = [sql for sql, _ in asked]
+        params = [param for _, values in asked for param in values]
+        if not parts:
+            return []
+        pairs = " UNION ".join(parts)
+        if not self.kept_degrees:
+            return [(u, v, None) for u, v in self.store.read(pairs, params)]
+        column = "out_degree" if directed else "degree"
+        return self.store.read(
+            f"SELECT p.source, p.target, COALESCE(d.{column}, 0) FROM ({pairs}) p "
+            "LEFT JOIN degrees d ON d.name = p.target",
+            params,
+        )
+
     @override
     def neighborhoods(
         self, requests: Mapping[str, int | None], *, directed: bool = False, keep: Collection[str] = ()
     ) -> dict[str, Neighborhood]:
+        # Two queries on a store keeping its degrees (the requested entities with their degrees, then every
+        # listed neighbour with its degree), four on an older one (the degrees counted from the relations).
         if not requests:
             return {}
-        known = {
-            row[0]
-            for row in self.store.read(
-                f"SELECT name FROM entities WHERE name IN {IN_JSON}", (dumps([str(n) for n in requests]),)
-            )
-        }
-        asked = [u for u in requests if u in known]
-        degree = self._degrees(asked, directed)
-        whole = [u for u in asked if (limit := requests[u]) is None or degree[u] <= limit]
-        capped = [u for u in asked if u not in set(whole)]
+        degree = self._known(requests, directed)
+        asked = [u for u in requests if u in degree]
+        linked = [u for u in asked if degree[u]]  # a degree of 0: no neighbour to look for
+        whole = [u for u in linked if (limit := requests[u]) is None or degree[u] <= limit]
+        listed = set(whole)
+        capped = [u for u in linked if u not in listed]
         neighbours: dict[str, list[str]] = {u: [] for u in asked}
-        for u, v in self._pairs(whole, directed):
+        unknown: set[str] = set()
+        for u, v, d in self._hop(whole, capped, keep, directed):
             neighbours[u].append(v)
-        if capped and keep:
-            for u, v in self._pairs(capped, directed, keep):
-                neighbours[u].append(v)
-        wanted = {v for vs in neighbours.values() for v in vs if v not in degree}
-        degree.update(self._degrees(wanted, directed))
+            if d is None:
+                unknown.add(v)
+            elif v not in degree:
+                degree[v] = d
+        degree.update(self._degrees(unknown.difference(degree), directed))
         return {u: Neighborhood(degree[u], {v: degree[v] for v in sorted(neighbours[u])}) for u in asked}
 
     # -- reads -------------------------------------------------------------------------------------

@@ -75,6 +75,14 @@ class SQLiteVectorIndex(VectorIndex):
             )
         ]
 
+    def get_many(self, ids: Iterable[str]) -> dict[str, VectorItem]:
+        """The items stored under ``ids`` in this space (those it holds), in one read."""
+        rows = self.store.read(
+            f"SELECT v.id, {READ_TEXT}, v.metadata FROM vectors v WHERE v.space = ? AND v.id IN {IN_JSON}",
+            (self.space, dumps(list(ids))),
+        )
+        return {i: VectorItem(i, text, json.loads(metadata)) for i, text, metadata in rows}
+
     def changed(self, items: Sequence[VectorItem]) -> list[VectorItem]:
         """Items whose text or metadata is new or different: the only ones worth paying to embed."""
         fresh = {item.id: item for item in items}  # the last of duplicate ids wins
