@@ -198,7 +198,7 @@ _OPEN_EACH_WAY = textwrap.dedent(
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
-@pytest.mark.parametrize("name", [STORE_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm"])
+@pytest.mark.parametrize("name", [STORE_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", "pathrag.lock"])
 def test_a_fifo_in_place_of_a_store_file_is_refused_by_the_library(healthy: Path, tmp_path: Path, name: str) -> None:
     directory = shutil.copytree(healthy, tmp_path / "kb")
     fifo = directory / name

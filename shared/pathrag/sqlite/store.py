@@ -33,6 +33,7 @@ from typing import Any
 
 from ..errors import StoreDamaged, StoreError, StoreFormatError
 from ..files import file_kind
+from .lock import LOCK_FILE
 from .migrations import upgrade
 from .schema import FORMAT, FORMAT_VERSION, SCHEMA, STORE_FILE
 from .wal import check_wal
@@ -455,9 +456,10 @@ class SQLiteStore:
 
 
 def _refuse_special_files(path: Path) -> None:
-    """Refuse a FIFO, socket, device or folder in place of the store file, its WAL or its shared memory
-    before SQLite (or the WAL check) opens it: reading a FIFO blocks forever."""
-    for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+    """Refuse a FIFO, socket, device or folder in place of the store file, its WAL, its shared memory or
+    the writer's lock file before SQLite (or the WAL check, or the lock) opens it: reading a FIFO blocks
+    forever."""
+    for name in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm")), path.with_name(LOCK_FILE)):
         kind = file_kind(name)
         if kind is not None:
             raise StoreError(
