@@ -64,7 +64,7 @@ from ._sync import run_sync
 from ._version import __version__
 from .backend import IndexBackend, MemoryBackend, SQLiteBackend
 from .embedders import LazyEmbedder, MissingEmbedder, embedder_from_name, embedder_name_of
-from .errors import MissingEmbedderError, StoreDamaged
+from .errors import MissingEmbedderError, StoreDamaged, StoreError
 from .extraction import extract_records
 from .graph import GraphStore, NetworkXGraphStore
 from .ids import chunk_id, digest, entity_vector_id, record_chunk_id, relation_vector_id
@@ -210,9 +210,13 @@ class PathRAGIndex:
         lost or extra vector or graph row, at the cost of a few ``COUNT`` queries over indexes. Run on open
         unless ``check_on_open=False``."""
         spaces = [name for name, index in self.vector_indexes.items() if isinstance(index, SQLiteVectorIndex)]
-        problems = self._backend.quick_check(
-            spaces, graph=self._owns_graph and isinstance(self.graph, SQLiteGraphStore)
-        )
+        try:
+            problems = self._backend.quick_check(
+                spaces, graph=self._owns_graph and isinstance(self.graph, SQLiteGraphStore)
+            )
+        except StoreError:  # a store file SQLite cannot read, say (StoreDamaged): closed as well
+            self._backend.close()
+            raise
         if problems:
             self._backend.close()
             raise StoreDamaged(self._store.path if self._store is not None else Path(f"{self.directory}"), problems)
@@ -392,7 +396,7 @@ class PathRAGIndex:
         """
         if not isinstance(document_id, str) or not document_id.strip():
             raise ValueError("document_id must be a non-empty string")
-        for name in [e.name for e in entities] + [n for r in relations for n in r.pair]:
+        for name in dict.fromkeys([e.name for e in entities] + [n for r in relations for n in r.pair]):
             check_name(name)  # refused up front (as the graph stores would), never renamed
         vector_items, vectors = vector_items or {}, vectors or {}
         for name, known in vectors.items():
@@ -561,6 +565,7 @@ class PathRAGIndex:
                     names.update((r["source"], r["target"]))
                     keys.add(relation_key(r["source"], r["target"], directed=directed))
         problems += self._check_graph(names, keys)
+        problems += self._backend.check_degrees()  # a store's kept degrees against a recount
         wanted = {
             "entities": {entity_vector_id(n) for n in names},
             "relations": {relation_vector_id(k) for k in keys},
@@ -734,6 +739,8 @@ class PathRAGIndex:
         async def one(cid: str, text: str, doc_ids: list[str]) -> None:
             try:
                 done = await extract_records(text, lambda p: self._ask(p, run), self.config.extraction, chunk_id=cid)
+            except StoreDamaged:  # the store's file, not the chunk: no other chunk can be saved either
+                raise
             except Exception as exc:  # reported and skipped: one bad chunk must not sink the run
                 logger.warning("chunk %s failed after retries: %r", cid, exc)
                 summary.failures.append(ChunkFailure(cid, tuple(doc_ids), f"{type(exc).__name__}: {exc}"))
@@ -826,6 +833,7 @@ class PathRAGIndex:
             lambda item, label, records: self._summariser.summarise(item, label, records, ask),
             directed=self.config.directed_relations,
             on_phase=on_phase,
+            needs_summary=self._summariser.needs_summary,
         )
 
     async def _sync_chunk_vectors(self, added: Sequence[str], released: set[str]) -> None:

@@ -43,11 +43,20 @@ def _union(groups: Iterable[Iterable[str]]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(item for group in groups for item in group))
 
 
+def _merges_to_itself(record: Entity | Relation) -> bool:
+    """Whether merging ``record`` alone gives it back: its strings are clean already (the models strip and
+    de-duplicate ids and keywords; the description is stripped by the merge)."""
+    return record.description == record.description.strip()
+
+
 def merge_entity(name: str, records: Sequence[Entity], *, extra_source_ids: Iterable[str] = ()) -> Entity:
     """One entity from all its records (chunk order); ``records`` may be empty for a bare endpoint.
 
     ``extra_source_ids`` are chunks that mention the entity only as a relation endpoint.
     """
+    extra_source_ids = tuple(extra_source_ids)
+    if len(records) == 1 and not extra_source_ids and _merges_to_itself(records[0]) and records[0].name == name:
+        return records[0]  # what the merge below would build again (a bulk import merges 10⁵ such records)
     types = Counter(r.type for r in records if r.type)
     first_seen = {t: i for i, t in reversed(list(enumerate(r.type for r in records)))}
     entity_type = min(types, key=lambda t: (-types[t], first_seen[t])) if types else ""
@@ -64,6 +73,8 @@ def merge_relation(records: Sequence[Relation]) -> Relation:
     if not records:
         raise ValueError("merge_relation needs at least one record")
     first = records[0]
+    if len(records) == 1 and _merges_to_itself(first) and first.weight != 0:  # a sum would turn -0.0 into 0.0
+        return first
     return Relation(
         source=first.source,
         target=first.target,

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .errors import StoreDamaged
 from .graph import GraphStore
 from .ids import digest, entity_vector_id, relation_vector_id
 from .merging import merge_records, relation_key
@@ -72,12 +73,19 @@ class Summariser:
         self.language = language
         self.token_counter = token_counter
 
+    def needs_summary(self, description: str) -> bool:
+        """Whether ``description`` is over the threshold (a text of no more UTF-8 bytes than the threshold is
+        under it for the default counters, tiktoken's and the approximation, without being counted)."""
+        if self.token_counter is None and len(description.encode("utf-8", "surrogatepass")) <= self.threshold_tokens:
+            return False
+        return count_tokens(description, self.token_counter) > self.threshold_tokens
+
     async def summarise(self, item: T, label: str, records: Sequence[Entity | Relation], ask: Ask | None) -> T:
         """``item`` with its description summarised when too long (``ask``: ``None`` without an LLM, then
         only a remembered summary is used; without a summary, or after a failed call, the joined descriptions
         are kept, cut to :data:`UNSUMMARISED_MAX_CHARS`)."""
         description = item.description
-        if count_tokens(description, self.token_counter) <= self.threshold_tokens:
+        if not self.needs_summary(description):
             return item
         parts = list(dict.fromkeys(r.description.strip() for r in records if r.description.strip()))
         prompt = build_summary_prompt(label, parts, language=self.language, max_words=self.max_words)
@@ -85,6 +93,8 @@ class Summariser:
         if key not in self.summaries and ask is not None:
             try:
                 self.summaries[key] = " ".join((await ask(prompt)).split())
+            except StoreDamaged:  # the store's file, not the call: the write stops
+                raise
             except Exception as exc:
                 logger.warning("summary of %s failed, keeping the joined descriptions: %r", label, exc)
         summary = self.summaries.get(key) or description  # no LLM, a failed call or an empty answer
@@ -101,10 +111,13 @@ async def rebuild(
     *,
     directed: bool = False,
     on_phase: Callable[[str], None] | None = None,
+    needs_summary: Callable[[str], bool] | None = None,
 ) -> Rebuilt:
     """Recompute every entity and relation mentioned by ``chunk_ids`` from the live chunks, and write them
     (or their removal) to the graph and the two vector indexes. ``on_phase`` is told, in one line, when the
-    merging (with the summaries of long descriptions) and the embedding start, with the merged counts."""
+    merging (with the summaries of long descriptions) and the embedding start, with the merged counts.
+    ``needs_summary`` (a description -> whether ``summarise`` may change it) spares the others a call: a
+    bulk import merges 10⁵ items per commit, nearly all of them short."""
     touched_entities, touched_relations = _touched(chunk_ids, records, directed)
     if not touched_entities:
         return Rebuilt([], [], [], [])
@@ -117,7 +130,7 @@ async def rebuild(
         (e for group in entity_records.values() for e in group),
         (r for group in relation_records.values() for r in group),
         directed=directed,
-        endpoint_sources={n: [c for c in ids if records.chunks[c].text] for n, ids in endpoint_chunks.items()},
+        endpoint_sources=endpoint_chunks,
     )
     by_name = {e.name: e for e in merged_entities}
     by_key = {relation_key(r.source, r.target, directed=directed): r for r in merged_relations}
@@ -127,17 +140,15 @@ async def rebuild(
     kept = f"{sum(n in by_name for n in names):,} entities and {sum(k in by_key for k in keys):,} relations"
     if on_phase is not None:
         on_phase(f"merging into {kept}")
-    entities = list(
-        await asyncio.gather(*(summarise(by_name[n], n, entity_records.get(n, [])) for n in names if n in by_name))
+    entities = await _summarised(
+        [by_name[n] for n in names if n in by_name],
+        lambda e: summarise(e, e.name, entity_records.get(e.name, [])),
+        needs_summary,
     )
-    relations = list(
-        await asyncio.gather(
-            *(
-                summarise(by_key[k], f"{by_key[k].source} -> {by_key[k].target}", relation_records[k])
-                for k in keys
-                if k in by_key
-            )
-        )
+    relations = await _summarised(
+        [by_key[k] for k in keys if k in by_key],
+        lambda r: summarise(r, f"{r.source} -> {r.target}", relation_records[relation_key(*r.pair, directed=directed)]),
+        needs_summary,
     )
 
     await graph.adelete_relations(gone_relations)
@@ -152,6 +163,18 @@ async def rebuild(
     await relation_index.adelete([relation_vector_id(k) for k in gone_relations])
     await relation_index.aupsert([relation_vector_item(r, directed=directed) for r in relations])
     return Rebuilt(entities, relations, gone_entities, gone_relations)
+
+
+async def _summarised(
+    items: list[T], summarise: Callable[[T], Awaitable[T]], needs_summary: Callable[[str], bool] | None
+) -> list[T]:
+    """``items`` with ``summarise`` applied, concurrently, to those whose description may need it."""
+    wanted = [i for i, item in enumerate(items) if needs_summary is None or needs_summary(item.description)]
+    done = await asyncio.gather(*(summarise(items[i]) for i in wanted))
+    out = list(items)
+    for i, item in zip(wanted, done, strict=True):
+        out[i] = item
+    return out
 
 
 def _touched(chunk_ids: Sequence[str], records: RecordTables, directed: bool) -> tuple[set[str], set[tuple[str, str]]]:
@@ -172,8 +195,8 @@ def _touched(chunk_ids: Sequence[str], records: RecordTables, directed: bool) ->
 def _live_records(
     records: RecordTables, names: set[str], keys: set[tuple[str, str]], directed: bool
 ) -> tuple[dict[str, list[Entity]], dict[tuple[str, str], list[Relation]], dict[str, list[str]]]:
-    """Every live record of the entities ``names`` and relations ``keys``, and, per name, the live chunks
-    naming it as a relation end."""
+    """Every live record of the entities ``names`` and relations ``keys``, and, per name named as a relation
+    end, the live chunks with text naming it so (the chunks are read one at a time, none kept)."""
     entity_records: dict[str, list[Entity]] = {}
     relation_records: dict[tuple[str, str], list[Relation]] = {}
     endpoint_chunks: dict[str, list[str]] = {}
@@ -187,7 +210,9 @@ def _live_records(
                 relation_records.setdefault(key, []).append(Relation.model_validate(r))
             for end in (r["source"], r["target"]):
                 if end in names:
-                    endpoint_chunks.setdefault(end, []).append(chunk.id)
+                    cited_by = endpoint_chunks.setdefault(end, [])
+                    if chunk.text:  # record-only chunks have no text to cite
+                        cited_by.append(chunk.id)
     return entity_records, relation_records, endpoint_chunks
 
 

@@ -112,13 +112,25 @@ class LazyRows(MutableMapping[str, V]):
             self._rows.update(found)
             self._absent.update(k for k in wanted if k not in found)
 
+    def peek(self, key: str) -> tuple[bool, V | None]:
+        """Without a query: whether the row of ``key`` is known here, and then the row (``None``: it does
+        not exist, or was deleted here)."""
+        if key in self._rows:
+            return True, self._rows[key]
+        return self._complete or key in self._absent, None
+
     def __getitem__(self, key: str) -> V:
-        self.prefetch([key])
-        return self._rows[key]
+        row = self._rows.get(key, _ABSENT)  # fetched already: no query (a rebuild looks 10⁵ rows up)
+        if isinstance(row, _Absent):
+            self.prefetch([key])
+            return self._rows[key]
+        return row
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str):
             return False
+        if key in self._rows:
+            return True
         self.prefetch([key])
         return key in self._rows
 
@@ -370,19 +382,31 @@ class RecordTables:
                 self.note_mentions(chunk, forget=True)
         self._dropped.update(gone)
 
-    def live_chunks_mentioning(self, names: Iterable[str]) -> list[ChunkRecord]:
+    def live_chunks_mentioning(self, names: Iterable[str]) -> Iterator[ChunkRecord]:
         """The live chunks mentioning any of ``names``, in a stable order: by document (sorted id), then
-        position in it. Only those chunks are read, so a write costs the same whatever the store's size."""
+        position in it. Only those chunks are read, so a write costs the same whatever the store's size.
+
+        Yielded one at a time: in a store, a chunk the commit has not read yet is read for the iteration
+        and not kept (each batch of a bulk import is one chunk of 10⁵ records, and a later batch naming
+        their entities reads them: one at a time, not all of them at once)."""
+        order = self._claimed(self._mentioning(names))
+        return self._read_in_order(sorted(order, key=order.__getitem__))
+
+    def _claimed(self, cids: set[str]) -> dict[str, tuple[str, int]]:
+        """Of the chunks ``cids``, the live ones, each with its first claim: (document id, position)."""
         chunks = self.chunks
-        candidates = self._mentioning(names)
-        chunks.prefetch(candidates)
-        order = {
+        chunks.prefetch(cids)
+        return {
             cid: (doc_id, position)
-            for cid in candidates
+            for cid in cids
             if (chunk := chunks.get(cid)) and chunk.refs
             for doc_id, position in [min(chunk.refs.items())]
         }
-        return [chunks[cid] for cid in sorted(order, key=order.__getitem__)]
+
+    def _read_in_order(self, cids: list[str]) -> Iterator[ChunkRecord]:
+        """The chunks ``cids`` (live, as :meth:`_claimed` found them), in that order."""
+        chunks = self.chunks
+        return (chunks[cid] for cid in cids)
 
     def live_record_chunks(self) -> list[ChunkRecord]:
         """The record chunks (imports, :meth:`~pathrag.PathRAGIndex.add_records`) some document still claims."""
@@ -494,6 +518,10 @@ class MemoryRecordTables(RecordTables):
             rows[cid] = replace(chunk, refs=dict(chunk.refs))
 
 
+_READ_BUDGET = 4 << 20
+"""Bytes of stored (compressed) records read in one query when a rebuild streams chunks it does not keep."""
+
+
 class SQLiteRecordTables(RecordTables):
     """The records of an index in a store: rows fetched on first use (a retrieval never needs them, a write
     only its own), the mentions a table of the store."""
@@ -501,6 +529,7 @@ class SQLiteRecordTables(RecordTables):
     def __init__(self, store: SQLiteStore) -> None:
         super().__init__()
         self._store = store
+        self._sizes: dict[str, int] = {}  # stored size of the records of chunks _claimed found unread
         self.reset()
 
     @override
@@ -543,6 +572,50 @@ class SQLiteRecordTables(RecordTables):
 
     def _record_chunk_ids(self) -> list[str]:
         return [row[0] for row in self._store.wread(f"SELECT id FROM chunks WHERE id LIKE '{RECORD_CHUNK_LIKE}'")]
+
+    @override
+    def _claimed(self, cids: set[str]) -> dict[str, tuple[str, int]]:
+        # the rows this commit holds (it may have changed their claims) as they are, the others' claims read
+        # from the store without their records (and their records' size, for _read_in_order)
+        found: dict[str, tuple[str, int]] = {}
+        unread = []
+        for cid in cids:
+            held, chunk = self.chunks.peek(cid)
+            if not held:
+                unread.append(cid)
+            elif chunk is not None and chunk.refs:
+                found[cid] = min(chunk.refs.items())
+        self._sizes = {}
+        for cid, doc_id, position, size in self._store.wread(
+            "SELECT d.chunk_id, d.doc_id, d.position, length(c.records) FROM doc_chunks d JOIN chunks c "
+            "ON c.id = d.chunk_id WHERE d.chunk_id IN (SELECT value FROM json_each(?))",
+            (dumps(sorted(unread)),),
+        ):
+            if cid not in found or (doc_id, position) < found[cid]:
+                found[cid] = (doc_id, position)
+            self._sizes[cid] = size
+        return found
+
+    @override
+    def _read_in_order(self, cids: list[str]) -> Iterator[ChunkRecord]:
+        sizes, self._sizes = self._sizes, {}
+        group: list[str] = []
+        budget = 0
+        for cid in [*cids, None]:  # None: the end, the last group is read
+            if cid is not None and cid in sizes and budget + sizes[cid] <= _READ_BUDGET and len(group) < 512:
+                group.append(cid)
+                budget += sizes[cid]
+                continue
+            if group:  # the chunks not held, read a group at a time and not kept
+                read = _fetch_chunks(self._store, group)
+                yield from (read[g] for g in group if g in read)
+                group, budget = [], 0
+            if cid is None:
+                break
+            if cid in sizes:  # over the budget alone: read by itself
+                group, budget = [cid], sizes[cid]
+            else:
+                yield self.chunks[cid]
 
     @override
     def chunk_texts(self, ids: Iterable[str]) -> dict[str, str]:

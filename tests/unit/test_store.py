@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import pathrag.sqlite.store
 from pathrag import Document, Entity, HashingEmbedder, IndexConfig, PathRAGIndex, Relation
 from pathrag.errors import StoreDamaged
-import pathrag.sqlite.store
 from pathrag.sqlite import FORMAT_VERSION, STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, read_store_info
 
 from ..fakes import ScriptedLLM

@@ -1,0 +1,136 @@
+"""A bulk import streams: importing batch after batch through ``add_records`` holds the records of a few
+batches at most, however many were imported before, even when every batch names entities of earlier
+ones (a hub, the previous batch's last entity, random earlier entities).
+
+Counted, not timed: every chunk record the store hands out is watched (weakly), and at each read the
+records still alive are counted.
+"""
+
+from __future__ import annotations
+
+import random
+import weakref
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pathrag.records as records_module
+from pathrag import Entity, HashingEmbedder, PathRAGIndex, Relation
+from pathrag.records import ChunkRecord
+
+BATCH = 200
+BATCHES = 7
+HUBS = 3
+
+
+def _batch(number: int) -> tuple[list[Entity], list[Relation]]:
+    rng = random.Random(number)
+    start = number * BATCH
+    entities = [
+        Entity(name=f"E{i}", type="thing", description=f"E{i} of batch {number}.", source_ids=(f"p{i // 5}",))
+        for i in range(start, start + BATCH)
+    ]
+    relations = []
+    for i in range(start, start + BATCH):
+        others = {i - 1 if i else 1, rng.randrange(HUBS) if i % 4 == 0 else rng.randrange(max(1, start))}
+        relations += [Relation(source=f"E{i}", target=f"E{o}", description=f"E{i} and E{o}.") for o in others - {i}]
+    return entities, relations
+
+
+class _Watch:
+    """Every chunk record read from the store, weakly; at each read, how many records are alive."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.alive: weakref.WeakValueDictionary[int, ChunkRecord] = weakref.WeakValueDictionary()
+        self.peak = 0
+        fetch = records_module._fetch_chunks
+
+        def watched(store: Any, ids: list[str] | None) -> dict[str, ChunkRecord]:
+            found = fetch(store, ids)
+            self.alive.update((id(c), c) for c in found.values())
+            self.peak = max(self.peak, self.held())
+            return found
+
+        monkeypatch.setattr(records_module, "_fetch_chunks", watched)
+        monkeypatch.setattr(records_module, "_READ_BUDGET", 1)  # one chunk a query: what a big store does
+
+    def held(self) -> int:
+        return _records(list(self.alive.values()))
+
+
+def _records(chunks: Iterable[ChunkRecord]) -> int:
+    return sum(len(c.entities) + len(c.relations) for c in chunks)
+
+
+def test_import_holds_a_few_batches_at_most(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    watch = _Watch(monkeypatch)
+    index = PathRAGIndex(tmp_path / "store", embedder=HashingEmbedder(16))
+    per_batch, peaks = 0, []
+    try:
+        for number in range(BATCHES):
+            entities, relations = _batch(number)
+            per_batch = max(per_batch, len(entities) + len(relations))
+            watch.peak = 0
+            summary = index.add_records(f"bulk:{number}", entities, relations)
+            assert summary.documents == 1
+            peaks.append(watch.peak)
+        stats = index.stats()
+    finally:
+        index.close()
+    assert stats["imports"] == BATCHES
+    assert stats["records"] >= BATCHES * BATCH
+    # every later batch names entities of each earlier one (the hubs are in batch 0), so each reads them
+    # all; held at once, the last batch's peak would be about BATCHES batches' records
+    assert max(peaks) <= 3 * per_batch, (peaks, per_batch)
+    assert peaks[-1] <= peaks[2] + per_batch, peaks  # not growing with what was imported before
+
+
+def test_streamed_rebuild_merges_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same records imported into a store (chunks streamed one at a time) and into memory (every
+    chunk held) give the same graph."""
+    monkeypatch.setattr(records_module, "_READ_BUDGET", 1)
+    stored = PathRAGIndex(tmp_path / "store", embedder=HashingEmbedder(16))
+    memory = PathRAGIndex(embedder=HashingEmbedder(16))
+    try:
+        for number in range(4):
+            entities, relations = _batch(number)
+            stored.add_records(f"bulk:{number}", entities, relations)
+            memory.add_records(f"bulk:{number}", entities, relations)
+        stored.delete(["bulk:1"])
+        memory.delete(["bulk:1"])
+        names = [f"E{i}" for i in range(4 * BATCH)] + ["E-missing"]
+        assert stored.graph.get_entities(names) == memory.graph.get_entities(names)
+        pairs = [(r.source, r.target) for number in range(4) for r in _batch(number)[1]]
+        assert stored.graph.get_relations(pairs) == memory.graph.get_relations(pairs)
+    finally:
+        stored.close()
+        memory.close()
+
+
+class _MatrixEmbedder:
+    """Returns one numpy matrix per call (the commit keeps planned vectors as float32 rows of one)."""
+
+    def __init__(self) -> None:
+        self._inner = HashingEmbedder(8)
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        return np.asarray(self._inner.embed(texts), dtype=np.float64)
+
+    async def aembed(self, texts: Sequence[str]) -> Any:
+        return self.embed(texts)
+
+
+@pytest.mark.parametrize("in_store", [False, True])
+def test_planned_vectors_as_rows_of_one_matrix(tmp_path: Path, in_store: bool) -> None:
+    index = PathRAGIndex(tmp_path / "store" if in_store else None, embedder=_MatrixEmbedder())
+    try:
+        index.add_records("x", [Entity(name="A"), Entity(name="B")], [Relation(source="A", target="B")])
+        hits = index.entity_index.query("A", 2)
+        assert {hit.metadata["name"] for hit in hits} == {"A", "B"}
+        assert [hit.metadata["source"] for hit in index.relation_index.query("A B", 5)] == ["A"]
+    finally:
+        index.close()
