@@ -24,6 +24,14 @@ EMBEDDER = HashingEmbedder(64)
 SMALL = 64 * 40  # an index folds changes into a saved file once 40 rows of 64 numbers changed
 
 
+@pytest.fixture(autouse=True)
+def brute_force(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Saved indexes searched by brute force: these tests check the bookkeeping around the HNSW graph
+    (changes since the file, snapshots, damage), so that its approximation cannot make them flaky; the
+    graph's recall has its own test below and is measured in benchmarks/vector_scale.py."""
+    monkeypatch.setattr("pathrag.sqlite.ann.BRUTE_FORCE", True)
+
+
 def items(rng: random.Random, ids: range, tag: str = "") -> list[VectorItem]:
     return [VectorItem(f"e{i}", " ".join(rng.choices(WORDS, k=5)) + tag, {"i": i}) for i in ids]
 
@@ -216,3 +224,15 @@ def test_a_commit_brings_the_writers_search_indexes_up_to_date(tmp_path: Path) -
         assert isinstance(vectors, SQLiteVectorIndex)
         ((head,),) = vectors.store.read("SELECT MAX(seq) FROM vector_log WHERE space = ?", (name,))
         assert vectors._index.seq == (head or 0), name  # taken in at the commit, not at a query
+
+
+def test_the_hnsw_graph_finds_nearly_every_exact_neighbour(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("pathrag.sqlite.ann.BRUTE_FORCE", False)
+    rng = random.Random(9)
+    ann, exact = pair(tmp_path, limit=64 * 100)
+    words = [f"t{i}" for i in range(3000)]
+    ann.upsert([VectorItem(f"e{i}", " ".join(rng.choices(words, k=4)), {}) for i in range(1500)])
+    asked = [" ".join(rng.choices(words, k=2)) for _ in range(100)]
+    found = sum(len({h for h, _ in hits(ann, q, 10)} & {h for h, _ in hits(exact, q, 10)}) for q in asked)
+    assert ann._index.base is not None and len(ann._index.base) == 1500
+    assert found / sum(len(hits(exact, q, 10)) for q in asked) >= 0.95

@@ -6,8 +6,8 @@ through an HNSW index (usearch, int8 components) saved beside the store as
 ``pathrag-<space>.<seq>.usearch``, where ``seq`` is the last vector-log entry it reflects; it is
 memory-mapped, so opening a big store loads nothing a query does not touch. The rows changed since that
 file (from the ``vector_log`` table) are held apart: the added ones in a :class:`KeyedMatrix`, searched
-exactly, the removed ones as keys the file's hits are filtered by. Once those changes are as big as a space
-worth indexing, a process that may write the directory folds them into a new file (written aside, then
+exactly, the removed ones as keys the file's hits are filtered by. Once those changes reach
+:data:`FOLD_LIMIT`, a process that may write the directory folds them into a new file (written aside, then
 renamed into place). A file that is missing, older than the log reaches back, newer than the store, or
 disagrees with it (row count, sampled vectors) is rebuilt.
 
@@ -33,14 +33,21 @@ import numpy as np
 from .codec import IN_JSON, dumps
 from .store import SQLiteStore
 
-__all__ = ["EXACT_LIMIT", "KeyedMatrix", "SpaceIndex", "saved_indexes", "trim_key"]
+__all__ = ["EXACT_LIMIT", "FOLD_LIMIT", "KeyedMatrix", "SpaceIndex", "saved_indexes", "trim_key"]
 
 logger = logging.getLogger(__name__)
 
 EXACT_LIMIT = 1 << 24
 """Search a space exactly while it holds fewer float32 numbers than this (64 MB: one exact search then
-reads at most 64 MB, about 10 ms on one core); above it, through a saved HNSW index. The same bound caps
-the changes held beside a saved index before they are folded into a new one."""
+reads at most 64 MB, about 10 ms on one core); above it, through a saved HNSW index."""
+
+FOLD_LIMIT = 1 << 21
+"""Fold the changes held beside a saved index into a new one once they hold this many float32 numbers
+(8 MB: searching them exactly then adds about a millisecond to a search)."""
+
+BRUTE_FORCE = False
+"""Search saved indexes by comparing every vector instead of walking their graph: the answers then do not
+depend on how the graph was built (tests of the bookkeeping around it set it)."""
 
 _HISTORY = 1 << 16  # the keys changed most recently, for readers on a snapshot older than the index
 _SAMPLE = 8  # vectors of a saved index compared with the store when it is opened
@@ -251,6 +258,8 @@ class SpaceIndex:
         assert self.added is not None
         changed = len(self.added) + len(self.removed)
         limit = EXACT_LIMIT if self._exact_limit is None else self._exact_limit
+        if self.base is not None:
+            limit = min(limit, FOLD_LIMIT)
         return changed * self.added.ndim >= limit and _usearch() is not None
 
     def _fold(self) -> None:
@@ -306,7 +315,7 @@ class SpaceIndex:
         wanted = max(2 * k, k + 8)  # re-scored from the rows: a few more than k make up for the int8 copy
         while True:
             self.base.expansion_search = max(256, 2 * wanted)  # recall@10 0.999 on MiniLM vectors at this width
-            hits = [int(key) for key in self.base.search(query, wanted).keys]
+            hits = [int(key) for key in self.base.search(query, wanted, exact=BRUTE_FORCE).keys]
             kept = [key for key in hits if key not in skip]
             if len(kept) >= k or len(hits) < wanted:
                 return found | set(kept)

@@ -153,6 +153,9 @@ class SQLiteStore:
             self._writer = self._connect()
             if not self.read_only:  # a read-only store's writer only reads
                 self._writer.executescript(SCHEMA)
+                # 64 MB of pages (the default is 2 MB): a bulk write of 10^5 vectors then updates the
+                # vectors table's indexes from memory, not from disk (45 -> about 30 us a row, measured)
+                self._writer.execute("PRAGMA cache_size = -65536")
         return self._writer
 
     def _r(self) -> sqlite3.Connection:
