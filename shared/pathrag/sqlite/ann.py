@@ -181,9 +181,11 @@ class SpaceIndex:
         return head
 
     def _vectors(self, keys: Sequence[int]) -> tuple[list[int], np.ndarray]:
-        """The snapshot's vectors under ``keys`` (those it holds), in one read."""
+        """The snapshot's vectors under ``keys`` (those it holds), in one read (by rowid: the unary ``+``
+        keeps SQLite from scanning the whole space through the ``(space, id)`` index instead)."""
         rows = self.store.read(
-            f"SELECT rowid, vector FROM vectors WHERE space = ? AND rowid IN {IN_JSON}", (self.space, dumps(list(keys)))
+            f"SELECT rowid, vector FROM vectors WHERE +space = ? AND rowid IN {IN_JSON}",
+            (self.space, dumps(list(keys))),
         )
         return [r[0] for r in rows], _blobs([r[1] for r in rows])
 

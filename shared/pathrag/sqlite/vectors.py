@@ -192,7 +192,7 @@ class SQLiteVectorIndex(VectorIndex):
             keys = self._index.candidates(query, k)
             rows = self.store.read(
                 f"SELECT v.id, v.metadata, {READ_TEXT}, v.vector FROM vectors v "
-                f"WHERE v.space = ? AND v.rowid IN {IN_JSON}",
+                f"WHERE +v.space = ? AND v.rowid IN {IN_JSON}",
                 (self.space, dumps(keys)),
             )
         scored = [(float(np.frombuffer(blob, dtype="<f4") @ query), i, md, text) for i, md, text, blob in rows]
