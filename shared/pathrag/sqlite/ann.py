@@ -314,9 +314,11 @@ class SpaceIndex:
         if self.base is None:
             return found
         skip = skip | self.removed
-        wanted = max(2 * k, k + 8)  # re-scored from the rows: a few more than k make up for the int8 copy
+        # 4k candidates re-scored from the rows make up for the int8 copy's rounding: in dense clusters the
+        # 2k best by int8 distance held 96.8 % of the exact top 10, the 4k best 99.95 % (vector_scale.py)
+        wanted = 4 * k
         while True:
-            self.base.expansion_search = max(256, 2 * wanted)  # recall@10 0.999 on MiniLM vectors at this width
+            self.base.expansion_search = max(256, 2 * wanted)
             hits = [int(key) for key in self.base.search(query, wanted, exact=BRUTE_FORCE).keys]
             kept = [key for key in hits if key not in skip]
             if len(kept) >= k or len(hits) < wanted:
