@@ -421,17 +421,19 @@ class PathRAGIndex:
                 return InsertSummary(unchanged=1)
             self._check_writable()
             released = self._records.unref(document_id, old.chunks) if old is not None else set()
-            cid = record_chunk_id(content)
-            self._records.store_chunk(cid, "", entity_rows, relation_rows)
-            self._records.claim(cid, document_id, 0)
-            self._records.set_document(document_id, DocumentRecord(content, [cid], {"records": True}, []))
-            released.discard(cid)
+            pieces = _record_pieces(content, entity_rows, relation_rows)
+            for position, (cid, piece_entities, piece_relations) in enumerate(pieces):
+                self._records.store_chunk(cid, "", piece_entities, piece_relations)
+                self._records.claim(cid, document_id, position)
+                released.discard(cid)
+            cids = [cid for cid, _, _ in pieces]
+            self._records.set_document(document_id, DocumentRecord(content, cids, {"records": True}, []))
             for name, items in vector_items.items():
                 await aput_vectors(self._written_index(name), items, vectors.get(name, {}))
-            rebuilt = await self._rebuild([cid, *sorted(released)], run)
+            rebuilt = await self._rebuild([*cids, *sorted(released)], run)
             await self._sync_chunk_vectors([], released)
             return InsertSummary(
-                documents=1, chunks=1, entities=len(rebuilt.entities), relations=len(rebuilt.relations)
+                documents=1, chunks=len(cids), entities=len(rebuilt.entities), relations=len(rebuilt.relations)
             )
 
         async with self._writing():
@@ -871,3 +873,25 @@ class PathRAGIndex:
     def _embedder_name(self) -> str | None:
         index = self.entity_index
         return embedder_name_of(index.embedder) if isinstance(index, InMemoryVectorIndex) else None
+
+
+RECORDS_PER_PIECE = 1000
+"""Records kept together under one record chunk by :meth:`PathRAGIndex.aadd_records` (up to this many
+entities and this many relations): a later write that touches a few names decodes only the pieces that
+mention them (about 5 ms each), not every record of a bulk import (about 1.5 s per 10⁵ entities)."""
+
+
+def _record_pieces(
+    content: str, entities: list[dict[str, Any]], relations: list[dict[str, Any]]
+) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
+    """The record chunks of one :meth:`PathRAGIndex.aadd_records` call: ids from its content and place."""
+    count = max(1, -(-len(entities) // RECORDS_PER_PIECE), -(-len(relations) // RECORDS_PER_PIECE))
+    step = RECORDS_PER_PIECE
+    return [
+        (
+            record_chunk_id(content if count == 1 else f"{content}:{n}"),
+            entities[n * step : (n + 1) * step],
+            relations[n * step : (n + 1) * step],
+        )
+        for n in range(count)
+    ]

@@ -134,3 +134,22 @@ def test_planned_vectors_as_rows_of_one_matrix(tmp_path: Path, in_store: bool) -
         assert [hit.metadata["source"] for hit in index.relation_index.query("A B", 5)] == ["A"]
     finally:
         index.close()
+
+
+def test_a_later_write_reads_only_the_pieces_of_a_batch_that_mention_its_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pathrag.indexing.RECORDS_PER_PIECE", 50)
+    index = PathRAGIndex(tmp_path / "store", embedder=HashingEmbedder(16))
+    entities, relations = _batch(0)
+    imported = index.add_records("bulk:0", entities, relations)
+    pieces = -(-max(len(entities), len(relations)) // 50)
+    assert imported.chunks == pieces == len(index.documents["bulk:0"].chunks) > 1
+    watch = _Watch(monkeypatch)
+    index.add_records("later", [Entity(name="E120", type="thing", description="Seen again.")], [])
+    # E120's own piece, and the pieces whose relations end at it: a few of the batch's pieces, not all
+    assert 0 < watch.peak <= 3 * (50 + 50)
+    assert "Seen again." in index.graph.get_entities(["E120"])["E120"].description
+    index.delete(["bulk:0"])
+    assert set(index.graph.get_entities(["E120", "E7"])) == {"E120"}
+    index.close()
