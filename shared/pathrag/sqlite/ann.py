@@ -202,9 +202,11 @@ class SpaceIndex:
         if self.base is not None and last:
             keys = np.fromiter(last, dtype=np.uint64, count=len(last))
             self.removed.update(int(k) for k in keys[np.asarray(self.base.contains(keys), dtype=bool)])
-        found, vectors = self._vectors([key for key, added in last.items() if added])
-        if found:
-            self.added.add(found, vectors)
+        wanted = [key for key, added in last.items() if added]
+        for start in range(0, len(wanted), 4096):  # a bulk commit's vectors a batch at a time
+            found, vectors = self._vectors(wanted[start : start + 4096])
+            if found:
+                self.added.add(found, vectors)
         self.seq = head
 
     def _load(self, head: int, floor: int, ndim: int) -> None:
