@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from .processes import stop_process
+
 PID_FILE = "falkordb.pid"
 
 
@@ -111,14 +113,7 @@ def stop_server(server: FalkorServer, *, timeout: float = 10.0) -> None:
         if server.client is not None:
             server.client.close()
     finally:
-        process = server.process
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(server.process, timeout)
         shutil.rmtree(server.directory, ignore_errors=True)
 
 

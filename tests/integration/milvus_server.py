@@ -30,6 +30,8 @@ from typing import Any
 
 import pytest
 
+from .processes import stop_process
+
 PID_FILE = "milvus.pid"
 READY = "pathrag-milvus-port "
 
@@ -93,13 +95,7 @@ def stop_server(server: MilvusServer, *, timeout: float = 10.0) -> None:
     """Stop the server (SIGTERM, SIGKILL after ``timeout``) and remove its directory."""
     process = server.process
     try:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(process, timeout)
     finally:
         if process.stdout is not None:
             process.stdout.close()

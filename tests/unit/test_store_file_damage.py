@@ -17,26 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex
+from pathrag import Document, PathRAGIndex
 from pathrag.errors import StoreDamaged, StoreError
 from pathrag.sqlite import STORE_FILE, SQLiteStore, read_store_info
 
-from ..fakes import ScriptedLLM
 from .test_store import DOCS
+from .test_store_damage_on_open import open_index
 
 pytestmark = pytest.mark.reliability
 
 PAGE = 32768  # the store's page size
-
-
-def open_index(directory: Path, **kwargs) -> PathRAGIndex:
-    return PathRAGIndex(
-        directory,
-        llm=ScriptedLLM(),
-        embedder=HashingEmbedder(256),
-        config=IndexConfig(summary_threshold_tokens=5),
-        **kwargs,
-    )
 
 
 @pytest.fixture(autouse=True)
