@@ -30,8 +30,6 @@ from typing import Any
 
 import pytest
 
-from .processes import stop_process
-
 PID_FILE = "milvus.pid"
 READY = "pathrag-milvus-port "
 
@@ -93,6 +91,8 @@ def start_server(directory: str | os.PathLike[str] | None = None, *, timeout: fl
 
 def stop_server(server: MilvusServer, *, timeout: float = 10.0) -> None:
     """Stop the server (SIGTERM, SIGKILL after ``timeout``) and remove its directory."""
+    from .processes import stop_process  # here: this file also runs as the server's own script
+
     process = server.process
     try:
         stop_process(process, timeout)
