@@ -236,3 +236,19 @@ def test_the_hnsw_graph_finds_nearly_every_exact_neighbour(tmp_path: Path, monke
     found = sum(len({h for h, _ in hits(ann, q, 10)} & {h for h, _ in hits(exact, q, 10)}) for q in asked)
     assert ann._index.base is not None and len(ann._index.base) == 1500
     assert found / sum(len(hits(exact, q, 10)) for q in asked) >= 0.95
+
+
+def test_without_usearch_every_space_is_searched_exactly(tmp_path: Path, monkeypatch) -> None:
+    rng = random.Random(10)
+    ann, exact = pair(tmp_path / "a")
+    ann.upsert(items(rng, range(150)))
+    ann.query("w1", 3)  # a saved index exists, made while usearch was there
+    monkeypatch.setattr("pathrag.sqlite.ann._usearch", lambda: None)  # a platform without its wheel
+    asked = queries(rng)
+    expected = [hits(exact, q) for q in asked]
+    ann.store.close()
+    reopened, _ = pair(tmp_path / "a")
+    reopened.upsert(items(rng, range(150, 200)))
+    expected_after = [hits(exact, q) for q in asked]
+    assert [hits(reopened, q) for q in asked] == expected_after != expected
+    assert reopened._index.base is None  # the saved file is not read without usearch; nothing folded
