@@ -19,6 +19,7 @@ process's index sees exactly its own state (the keys changed since are looked up
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -124,6 +125,7 @@ class KeyedMatrix:
         return best
 
 
+@functools.cache  # asked on every search of a big space: tried, and logged, once per process
 def _usearch() -> Any | None:
     """The usearch index module, or ``None`` where it cannot load (every space is then searched exactly)."""
     try:

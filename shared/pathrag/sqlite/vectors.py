@@ -20,9 +20,6 @@ from .store import SQLiteStore
 __all__ = ["SQLiteVectorIndex"]
 
 
-_HIT_TEXT = "text" in getattr(VectorHit, "__dataclass_fields__", {})  # hits carry their item's text
-
-
 def _unit(vector: np.ndarray) -> np.ndarray:
     norm = float(np.linalg.norm(vector))
     return vector / norm if norm else vector
@@ -59,10 +56,7 @@ class SQLiteVectorIndex(VectorIndex):
 
     def get(self, item_id: str) -> VectorItem | None:
         """The item stored under ``item_id`` in this space, or ``None``."""
-        rows = self.store.read(
-            f"SELECT {READ_TEXT}, v.metadata FROM vectors v WHERE v.space = ? AND v.id = ?", (self.space, item_id)
-        )
-        return VectorItem(item_id, rows[0][0], json.loads(rows[0][1])) if rows else None
+        return self.get_many([item_id]).get(item_id)
 
     def rows(self) -> list[tuple[str, str, dict[str, Any], bytes]]:
         """``(id, text, metadata, float32 vector bytes)`` of every item, as
@@ -197,11 +191,7 @@ class SQLiteVectorIndex(VectorIndex):
             )
         scored = [(float(np.frombuffer(blob, dtype="<f4") @ query), i, md, text) for i, md, text, blob in rows]
         scored.sort(key=lambda hit: (-hit[0], hit[1]))
-        hits = []
-        for score, item_id, metadata, text in scored[:k]:
-            extra = {"text": text} if _HIT_TEXT else {}
-            hits.append(VectorHit(item_id, score, json.loads(metadata), **extra))
-        return hits
+        return [VectorHit(item_id, score, json.loads(metadata), text) for score, item_id, metadata, text in scored[:k]]
 
     @override
     def query(self, text: str, k: int) -> list[VectorHit]:
