@@ -20,16 +20,16 @@ import html
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
+from headless import FLAGS, find_browser
+
 from langchain_pathrag.cli import to_mermaid
 
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 MERMAID_JS = ("/tmp/mm/node_modules/mermaid/dist/mermaid.min.js", "node_modules/mermaid/dist/mermaid.min.js")
 
 NAMES = [
@@ -106,14 +106,7 @@ def render(browser: str, mermaid_js: Path, text: str) -> tuple[str, list[str], s
         done = subprocess.run(
             [
                 browser,
-                "--headless",
-                "--no-sandbox",  # running as root in a container refuses the sandbox
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
+                *FLAGS,
                 f"--user-data-dir={profile}",
                 "--allow-file-access-from-files",
                 "--virtual-time-budget=5000",
@@ -160,7 +153,7 @@ def main() -> int:
     parser.add_argument("--mermaid", type=Path, help="mermaid.min.js (default: $MERMAID_JS, then /tmp/mm/...)")
     parser.add_argument("--browser", help="a Chromium to run headless (default: the first found)")
     args = parser.parse_args()
-    browser = args.browser or next(filter(None, map(shutil.which, BROWSERS)), None)
+    browser = args.browser or find_browser()
     candidates = [args.mermaid] if args.mermaid else [Path(p) for p in (os.environ.get("MERMAID_JS"), *MERMAID_JS) if p]
     mermaid_js = next((p for p in candidates if p.is_file()), None)
     if browser is None or mermaid_js is None:

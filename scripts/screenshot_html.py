@@ -18,10 +18,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from headless import BROWSERS, FLAGS, find_browser
+
 from pathrag.demo import load_questions
 
 ROOT = Path(__file__).resolve().parent.parent
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 # the demo's knobs, as `pathrag demo` prints them, with one more seed so the picture has more to show
 DEMO_OPTIONS = ["--num-seeds", "3", "--theta", "0.001"]
 
@@ -42,15 +43,8 @@ def screenshot(browser: str, page: Path, out: Path, size: str) -> None:
         subprocess.run(
             [
                 browser,
-                "--headless",
-                "--no-sandbox",  # running as root in a container refuses the sandbox
-                "--disable-gpu",
+                *FLAGS,
                 "--hide-scrollbars",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
                 f"--user-data-dir={profile}",
                 f"--screenshot={out}",
                 f"--window-size={size}",
@@ -81,7 +75,7 @@ def main() -> None:
     parser.add_argument("--keep-html", type=Path, help="also keep the page at this path")
     args = parser.parse_args()
 
-    browser = next((found for name in BROWSERS if (found := shutil.which(name))), None)
+    browser = find_browser()
     if browser is None:
         print(f"skipped: no Chromium on PATH (looked for {', '.join(BROWSERS)}); e.g. apt-get install chromium")
         return
