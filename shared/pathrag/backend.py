@@ -48,7 +48,7 @@ from .records import (
     cited,
 )
 from .sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, WriterLock, unpack_records
-from .sqlite.schema import COUNT_DEGREES
+from .sqlite.schema import DEGREES_COUNTED
 from .staging import Staged
 from .vectors import Embedder, InMemoryVectorIndex, VectorIndex
 
@@ -525,7 +525,7 @@ _CHUNKS_WITHOUT_VECTOR = (
 # with both as "degree/out_degree" (NULL where there is no row), in name order: the counted rows against the
 # kept ones, then the kept rows of entities with no relation to count (self-loops aside).
 _DEGREES_DIFFER = f"""
-WITH counted(name, degree, out_degree) AS ({COUNT_DEGREES.split("INSERT INTO degrees", 1)[1]})
+WITH counted(name, degree, out_degree) AS ({DEGREES_COUNTED})
 SELECT c.name, d.degree || '/' || d.out_degree, c.degree || '/' || c.out_degree
 FROM counted c LEFT JOIN degrees d ON d.name = c.name
 WHERE d.name IS NULL OR d.degree != c.degree OR d.out_degree != c.out_degree

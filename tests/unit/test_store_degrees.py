@@ -8,13 +8,13 @@ from pathlib import Path
 
 from pathrag import Relation
 from pathrag.sqlite import FORMAT_VERSION, STORE_FILE, SQLiteGraphStore, SQLiteStore
-from pathrag.sqlite.schema import COUNT_DEGREES
+from pathrag.sqlite.schema import DEGREES_COUNTED
 
 
 def recount(db: sqlite3.Connection) -> dict[str, tuple[int, int]]:
     db.execute("CREATE TEMP TABLE IF NOT EXISTS recount (name TEXT PRIMARY KEY, degree INT, out_degree INT)")
     db.execute("DELETE FROM temp.recount")
-    db.execute(COUNT_DEGREES.replace("INSERT INTO degrees", "INSERT INTO temp.recount"))
+    db.execute(f"INSERT INTO temp.recount {DEGREES_COUNTED}")
     return {n: (d, o) for n, d, o in db.execute("SELECT * FROM temp.recount")}
 
 

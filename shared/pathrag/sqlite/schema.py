@@ -17,6 +17,7 @@ from __future__ import annotations
 
 __all__ = [
     "COUNT_DEGREES",
+    "DEGREES_COUNTED",
     "FORMAT",
     "FORMAT_VERSION",
     "READ_TEXT",
@@ -89,14 +90,15 @@ CREATE TRIGGER IF NOT EXISTS vector_changed AFTER UPDATE ON vectors BEGIN
 END""",
 )
 SCHEMA += "".join(f"{trigger};\n" for trigger in VECTOR_TRIGGERS)
-# The degrees of a store that had none (format 2), counted from its relations.
-COUNT_DEGREES = """
-INSERT INTO degrees
+# Every entity's degrees counted from the relations, as the degrees table keeps them: (name, degree, out_degree).
+DEGREES_COUNTED = """
 SELECT name, COUNT(DISTINCT other), SUM(outgoing) FROM (
     SELECT source AS name, target AS other, 1 AS outgoing FROM relations WHERE source != target
     UNION ALL SELECT target, source, 0 FROM relations WHERE source != target)
 GROUP BY name
 """
+# The degrees of a store that had none (format 2).
+COUNT_DEGREES = f"INSERT INTO degrees {DEGREES_COUNTED}"
 
 SCHEMA_VECTORS = next(part.strip() + ";" for part in SCHEMA.split(";") if "TABLE IF NOT EXISTS vectors" in part)
 # The text a vector row keeps: none when a chunk with the same id holds it (chunk ids hash their text),
