@@ -3,6 +3,7 @@ in step through the vector log, always answering as exact search over the caller
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import sqlite3
@@ -103,16 +104,20 @@ def test_a_new_process_opens_the_saved_index_and_answers_the_same(tmp_path: Path
     built = []
     monkeypatch.setattr(type(reopened._index), "_fold", lambda self: built.append(1))
     assert [hits(reopened, q) for q in asked] == expected
-    assert reopened._index.base is not None and not built  # opened, not rebuilt
+    assert reopened._index.segments and not built  # opened, not rebuilt
 
 
-@pytest.mark.parametrize("damage", ["garbage", "cut", "other store", "newer than the store"])
+@pytest.mark.parametrize(
+    "damage",
+    ["garbage", "cut", "other store", "newer than the store", "manifest not json", "manifest names another file"],
+)
 def test_a_saved_index_that_disagrees_with_the_store_is_rebuilt(tmp_path: Path, damage: str) -> None:
     rng = random.Random(3)
     ann, exact = pair(tmp_path / "a")
     ann.upsert(items(rng, range(150)))
     ann.query("w1", 3)
-    ((seq, path),) = saved_indexes(tmp_path / "a", "entities")
+    ((seq, manifest),) = saved_indexes(tmp_path / "a", "entities")
+    path = tmp_path / "a" / f"pathrag-entities.{seq}.0.usearch"  # its one segment
     if damage == "garbage":
         path.write_bytes(os.urandom(path.stat().st_size))
     elif damage == "cut":
@@ -121,16 +126,58 @@ def test_a_saved_index_that_disagrees_with_the_store_is_rebuilt(tmp_path: Path, 
         other, _ = pair(tmp_path / "b")
         other.upsert(items(random.Random(99), range(150)))
         other.query("w1", 3)
-        ((other_seq, other_path),) = saved_indexes(tmp_path / "b", "entities")
+        ((other_seq, _),) = saved_indexes(tmp_path / "b", "entities")
         assert other_seq == seq
-        path.write_bytes(other_path.read_bytes())
-    else:  # as after restoring an older copy of the store beside a newer index
-        path.rename(path.with_name(f"pathrag-entities.{seq + 500}.usearch"))
+        path.write_bytes((tmp_path / "b" / path.name).read_bytes())
+    elif damage == "newer than the store":  # as after restoring an older copy of the store beside its index
+        manifest.rename(manifest.with_name(f"pathrag-entities.{seq + 500}.usearch.json"))
+    elif damage == "manifest not json":
+        manifest.write_text("{not json")
+    else:  # a manifest is read, not trusted: it names only this space's segment files beside it
+        (tmp_path / "elsewhere.usearch").write_bytes(path.read_bytes())
+        manifest.write_text(json.dumps(["../elsewhere.usearch"]))
     asked = queries(rng)
     expected = [hits(exact, q) for q in asked]
     ann.store.close()
     reopened, _ = pair(tmp_path / "a")
     assert [hits(reopened, q) for q in asked] == expected
+    assert [s.held for s in reopened._index.segments] == [True]  # rebuilt, not opened
+
+
+def test_a_big_space_is_saved_in_segments_and_a_fold_rewrites_only_those_it_touches(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr("pathrag.sqlite.ann.SEGMENT_LIMIT", 60)
+    rng = random.Random(11)
+    ann, exact = pair(tmp_path)
+    ann.upsert(items(rng, range(200)))
+    asked = queries(rng)
+    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+    segments = ann._index.segments
+    assert [len(s.index) for s in segments] == [60, 60, 60, 20]
+    assert [s.held for s in segments] == [False, False, False, True]  # only the one taking additions
+    first = {s.path.name for s in segments if s.path is not None}
+    assert len(first) == 4
+
+    ann.upsert(items(rng, range(200, 245)))  # additions only: the last segment fills, a new one starts
+    ann.catch_up()
+    names = [s.path.name for s in ann._index.segments if s.path is not None]
+    assert [len(s.index) for s in ann._index.segments] == [60, 60, 60, 60, 5]
+    assert names[:3] == sorted(first)[:3] and not set(names[3:]) & first  # the full ones untouched
+
+    ann.delete([f"e{i}" for i in range(0, 20)] + [f"e{i}" for i in range(230, 240)])  # in the first and the fourth
+    ann.upsert(items(rng, range(300, 340)))
+    ann.catch_up()
+    after = [s.path.name for s in ann._index.segments if s.path is not None]
+    assert after[1:3] == names[1:3] and after[0] != names[0] and after[3] != names[3]
+    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+    on_disk = sorted(p.name for p in tmp_path.glob("pathrag-entities.*"))
+    assert on_disk == sorted([*after, saved_indexes(tmp_path, "entities")[0][1].name])  # older files gone
+
+    ann.store.close()
+    reopened, exact = pair(tmp_path)
+    assert [hits(reopened, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert len(reopened._index.segments) == len(after) and not any(s.held for s in reopened._index.segments)
 
 
 def test_a_reader_on_an_older_snapshot_sees_its_own_state(tmp_path: Path) -> None:
@@ -182,7 +229,7 @@ def test_a_read_only_store_searches_without_writing_a_file(tmp_path: Path, monke
     reader, _ = pair(tmp_path)
     assert reader.store.read_only
     assert hits(reader, "w1 w2") == expected
-    assert saved_indexes(tmp_path, "entities") == [] and reader._index.base is None
+    assert saved_indexes(tmp_path, "entities") == [] and not reader._index.segments
 
 
 def test_the_log_records_every_change_of_the_vectors_table(tmp_path: Path) -> None:
@@ -220,6 +267,7 @@ def test_a_commit_brings_the_writers_search_indexes_up_to_date(tmp_path: Path) -
 
     index = PathRAGIndex(tmp_path, llm=ScriptedLLM(), embedder=EMBEDDER)
     index.insert([Document(id="a", text="ENTITY Mara | person | Harbour pilot.")])
+    index._backend.wait_indexed()  # taken in by the store's own thread, while the caller goes on
     for name, vectors in index.vector_indexes.items():
         assert isinstance(vectors, SQLiteVectorIndex)
         ((head,),) = vectors.store.read("SELECT MAX(seq) FROM vector_log WHERE space = ?", (name,))
@@ -234,7 +282,7 @@ def test_the_hnsw_graph_finds_nearly_every_exact_neighbour(tmp_path: Path, monke
     ann.upsert([VectorItem(f"e{i}", " ".join(rng.choices(words, k=4)), {}) for i in range(1500)])
     asked = [" ".join(rng.choices(words, k=2)) for _ in range(100)]
     found = sum(len({h for h, _ in hits(ann, q, 10)} & {h for h, _ in hits(exact, q, 10)}) for q in asked)
-    assert ann._index.base is not None and len(ann._index.base) == 1500
+    assert sum(len(s.index) for s in ann._index.segments) == 1500
     assert found / sum(len(hits(exact, q, 10)) for q in asked) >= 0.95
 
 
@@ -251,4 +299,4 @@ def test_without_usearch_every_space_is_searched_exactly(tmp_path: Path, monkeyp
     reopened.upsert(items(rng, range(150, 200)))
     expected_after = [hits(exact, q) for q in asked]
     assert [hits(reopened, q) for q in asked] == expected_after != expected
-    assert reopened._index.base is None  # the saved file is not read without usearch; nothing folded
+    assert not reopened._index.segments  # the saved file is not read without usearch; nothing folded

@@ -2,14 +2,16 @@
 
 SQLite holds the truth; everything here is derived from it and checked against it, never trusted blindly.
 A small space is searched exactly, from one in-memory matrix (:class:`KeyedMatrix`). A big one is searched
-through an HNSW index (usearch, int8 components) saved beside the store as
-``pathrag-<space>.<seq>.usearch``, where ``seq`` is the last vector-log entry it reflects; it is
-memory-mapped, so opening a big store loads nothing a query does not touch. The rows changed since that
-file (from the ``vector_log`` table) are held apart: the added ones in a :class:`KeyedMatrix`, searched
-exactly, the removed ones as keys the file's hits are filtered by. Once those changes reach
-:data:`FOLD_LIMIT`, a process that may write the directory folds them into a new file (written aside, then
-renamed into place). A file that is missing, older than the log reaches back, newer than the store, or
-disagrees with it (row count, sampled vectors) is rebuilt.
+through HNSW graphs (usearch, int8 components) saved beside the store in segments of at most
+:data:`SEGMENT_LIMIT` vectors, ``pathrag-<space>.<seq>.<n>.usearch``, listed by a manifest
+``pathrag-<space>.<seq>.usearch.json``, where ``seq`` is the last vector-log entry they reflect. They are
+memory-mapped, so opening a big store loads nothing a query does not touch. The rows changed since (from
+the ``vector_log`` table) are held apart: the added ones in a :class:`KeyedMatrix`, searched exactly, the
+removed ones as keys the segments' hits are filtered by. Once those changes reach :data:`FOLD_LIMIT`, a
+process that may write the directory folds them in: it rewrites only the segments they touch (the last
+one takes the additions until it is full), each written aside and renamed, then the manifest. Saved files
+that are missing, older than the log reaches back, newer than the store, or disagree with it (row count,
+sampled vectors) are rebuilt.
 
 Keys are the ``vectors`` table's rowids. Every search re-scores its candidates exactly from the rows of the
 caller's snapshot, so its scores and ties match exact search, and a reader on an older snapshot than this
@@ -20,12 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import logging
 import os
 import re
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,7 @@ import numpy as np
 from .codec import IN_JSON, dumps
 from .store import SQLiteStore
 
-__all__ = ["EXACT_LIMIT", "FOLD_LIMIT", "KeyedMatrix", "SpaceIndex", "saved_indexes", "trim_key"]
+__all__ = ["EXACT_LIMIT", "FOLD_LIMIT", "SEGMENT_LIMIT", "KeyedMatrix", "SpaceIndex", "saved_indexes", "trim_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +48,12 @@ reads at most 64 MB, about 10 ms on one core); above it, through a saved HNSW in
 FOLD_LIMIT = 1 << 21
 """Fold the changes held beside a saved index into a new one once they hold this many float32 numbers
 (8 MB: searching them exactly then adds about a millisecond to a search)."""
+
+SEGMENT_LIMIT = 1 << 18
+"""Vectors in one saved HNSW graph; a bigger space is saved as several. Adding to a graph costs more the
+bigger it is (384-d int8 on 2 cores: 12,000 vectors a second into the first 200,000, 4,900 a second at
+800,000), and a fold rewrites the segments it touches, not the whole space, so a writer holds one segment in
+memory, not every vector. A search walks every segment: about a millisecond each."""
 
 BRUTE_FORCE = False
 """Search saved indexes by comparing every vector instead of walking their graph: the answers then do not
@@ -136,6 +145,26 @@ def _usearch() -> Any | None:
     return index
 
 
+class _Segment:
+    """One saved HNSW graph: memory-mapped from ``path``, or ``held`` in memory (written by this process
+    and not yet saved, or taking the next additions)."""
+
+    __slots__ = ("held", "index", "path")
+
+    def __init__(self, index: Any, path: Path | None, *, held: bool) -> None:
+        self.index, self.path, self.held = index, path, held
+
+    def writable(self) -> _Segment:
+        """This segment, or an in-memory copy of it when it is memory-mapped (its file may go: another
+        process may fold meanwhile)."""
+        return self if self.held else _Segment(self.index.copy(), self.path, held=True)
+
+    def holding(self, keys: np.ndarray) -> np.ndarray:
+        """Those of ``keys`` (uint64) this segment holds."""
+        found: np.ndarray = keys[np.asarray(self.index.contains(keys), dtype=bool)]
+        return found
+
+
 class SpaceIndex:
     """One process's search structure for one space of a store, at one position of its vector log.
 
@@ -149,11 +178,11 @@ class SpaceIndex:
         self.space = space
         self._exact_limit = exact_limit
         self.seq = -1  # the log position reflected; -1: nothing loaded yet
-        self.base: Any | None = None  # the saved HNSW index: memory-mapped, or held if this process wrote it
-        self.base_seq = -1
-        self._held = False  # the base is in memory (this process wrote it), so changes fold into it in place
-        self.added: KeyedMatrix | None = None  # rows added since the base (every row when there is none)
-        self.removed: set[int] = set()  # keys of the base removed since
+        self.segments: list[_Segment] = []  # the saved HNSW graphs (none: every row is in ``added``)
+        self.base_seq = -1  # the log position the segments reflect
+        self.refused = -1  # the newest saved index found not to match the store (not opened again)
+        self.added: KeyedMatrix | None = None  # rows added since the segments (every row when there are none)
+        self.removed: set[int] = set()  # keys of the segments removed since
         self.history: deque[tuple[int, int]] = deque(maxlen=_HISTORY)  # (seq, key) of recent changes
         self.history_from = -1  # history is complete for every change after this seq
         self.lock = threading.Lock()
@@ -167,8 +196,9 @@ class SpaceIndex:
         floor = int(trimmed[0][0]) if trimmed else 0
         return max(head or 0, floor), floor
 
-    def sync(self, ndim: int) -> int:
-        """Bring this index up to the caller's snapshot (or leave it ahead); return the snapshot's position."""
+    def sync(self, ndim: int, *, fold: bool = True) -> int:
+        """Bring this index up to the caller's snapshot (or leave it ahead); return the snapshot's position.
+        With ``fold``, changes worth it are folded into saved files (see :meth:`fold`)."""
         head, floor = self._head()
         if self.seq < 0 or self.seq < floor or self.added is None or self.added.ndim != ndim:
             self._load(head, floor, ndim)
@@ -176,9 +206,9 @@ class SpaceIndex:
             self._replay(self.seq, head)
         if self._worth_folding():
             newest = saved_indexes(self.directory, self.space)
-            if newest and self.base_seq < newest[0][0] <= head:  # another process folded: take its file
+            if newest and max(self.base_seq, self.refused) < newest[0][0] <= head:  # another process folded
                 self._load(head, floor, ndim)
-            elif not self.store.read_only:
+            elif fold and not self.store.read_only:
                 self._fold()
         return head
 
@@ -201,9 +231,10 @@ class SpaceIndex:
             self.history.append((seq, key))
         assert self.added is not None
         self.added.remove(last)
-        if self.base is not None and last:
+        if self.segments and last:
             keys = np.fromiter(last, dtype=np.uint64, count=len(last))
-            self.removed.update(int(k) for k in keys[np.asarray(self.base.contains(keys), dtype=bool)])
+            for segment in self.segments:
+                self.removed.update(segment.holding(keys).tolist())
         wanted = [key for key, added in last.items() if added]
         for start in range(0, len(wanted), 4096):  # a bulk commit's vectors a batch at a time
             found, vectors = self._vectors(wanted[start : start + 4096])
@@ -215,37 +246,47 @@ class SpaceIndex:
         """Start afresh at ``head``: from the newest saved index the log reaches back to, else from SQLite."""
         self.history, self.history_from = deque(maxlen=_HISTORY), head
         for seq, path in saved_indexes(self.directory, self.space):
-            if floor <= seq <= head and self._open_base(path, seq, head, ndim):
-                return
-        self.base, self.base_seq, self.removed, self.added = None, -1, set(), KeyedMatrix(ndim)
+            if floor <= seq <= head:
+                if self._open_saved(path, seq, head, ndim):
+                    return
+                self.refused = max(self.refused, seq)
+        self.segments, self.base_seq, self.removed, self.added = [], -1, set(), KeyedMatrix(ndim)
         for keys, vectors in _batches(self.store.stream(_ROWS, (self.space,))):
             self.added.add(keys, vectors)
         self.seq = head
 
-    def _open_base(self, path: Path, seq: int, head: int, ndim: int) -> bool:
-        """Use the saved index at ``path`` plus the log after it, if they agree with the store."""
+    def _open_saved(self, manifest: Path, seq: int, head: int, ndim: int) -> bool:
+        """Use the segments ``manifest`` lists plus the log after them, if they agree with the store."""
         usearch = _usearch()
         if usearch is None:
             return False
         try:
-            base = usearch.Index.restore(str(path), view=True)
+            names = json.loads(manifest.read_text())
+            own = _segment_name(self.space)  # the manifest is read, not trusted: only this space's files
+            if not isinstance(names, list) or not all(isinstance(n, str) and own.fullmatch(n) for n in names):
+                raise ValueError("not a list of this space's segment files")
+            paths = [self.directory / name for name in names]
+            segments = [_Segment(usearch.Index.restore(str(path), view=True), path, held=False) for path in paths]
         except Exception as exc:  # a damaged or foreign file: rebuilt from the store
-            logger.warning("%s cannot be read (%s): rebuilding it from the store", path, exc)
+            logger.warning("%s cannot be read (%s): rebuilding it from the store", manifest, exc)
             return False
-        if base is None or base.ndim != ndim:
+        if not segments or any(s.index is None or s.index.ndim != ndim for s in segments):
             return False
-        self.base, self.base_seq, self.seq, self.removed, self.added = base, seq, seq, set(), KeyedMatrix(ndim)
-        self.history_from = seq
+        self.segments, self.base_seq, self.seq, self.removed = segments, seq, seq, set()
+        self.added, self.history_from = KeyedMatrix(ndim), seq
         self._replay(seq, head)
         ((count,),) = self.store.read("SELECT COUNT(*) FROM vectors WHERE space = ?", (self.space,))
-        if len(base) - len(self.removed) + len(self.added) == count and self._sample_agrees():
+        saved = sum(len(s.index) for s in segments)
+        if saved - len(self.removed) + len(self.added) == count and all(map(self._sample_agrees, segments)):
             return True
-        logger.warning("%s does not match the store: rebuilding it", path)
+        logger.warning("%s does not match the store: rebuilding it", manifest)
+        self.segments = []
         return False
 
-    def _sample_agrees(self) -> bool:
-        assert self.base is not None
-        keys = np.asarray(self.base.keys)[:: max(1, len(self.base) // _SAMPLE)][:_SAMPLE]
+    def _sample_agrees(self, segment: _Segment) -> bool:
+        index = segment.index
+        per = max(1, _SAMPLE // len(self.segments))
+        keys = np.asarray(index.keys)[:: max(1, len(index) // per)][:per]
         wanted = [int(k) for k in keys if int(k) not in self.removed]
         found, vectors = self._vectors(wanted)
         if len(found) != len(wanted):
@@ -256,20 +297,11 @@ class SpaceIndex:
         # true of the file written from these rows whatever its rounding (int8 moves a 1,536-dimensional
         # vector by a cosine of about 0.99) and whatever ties it holds, false of a file whose keys name
         # other vectors.
-        self.base.expansion_search = 512
-        best = np.atleast_2d(self.base.search(vectors, 1).keys)[:, 0]
-        own = self._saved_cosines(found, vectors)
-        nearest = self._saved_cosines([int(k) for k in best], vectors)
+        index.expansion_search = 512
+        best = np.atleast_2d(index.search(vectors, 1).keys)[:, 0]
+        own = _saved_cosines(index, found, vectors)
+        nearest = _saved_cosines(index, [int(k) for k in best], vectors)
         return bool(np.all(own >= nearest - 1e-3))
-
-    def _saved_cosines(self, keys: Sequence[int], vectors: np.ndarray) -> np.ndarray:
-        """The cosine of each of ``vectors`` with the file's copy of the vector under the same-place key."""
-        assert self.base is not None
-        saved = np.asarray(self.base.get(np.asarray(keys, dtype=np.uint64), dtype="f32"), dtype="<f4")
-        saved = saved.reshape(len(keys), -1)
-        norms = np.linalg.norm(saved, axis=1) * np.linalg.norm(vectors, axis=1)
-        cosines: np.ndarray = np.einsum("ij,ij->i", saved, vectors) / np.maximum(norms, 1e-12)
-        return cosines
 
     # -- folding changes into a saved index -------------------------------------------------------
 
@@ -277,72 +309,93 @@ class SpaceIndex:
         assert self.added is not None
         changed = len(self.added) + len(self.removed)
         limit = EXACT_LIMIT if self._exact_limit is None else self._exact_limit
-        if self.base is not None:
+        if self.segments:
             limit = min(limit, FOLD_LIMIT)
         return changed * self.added.ndim >= limit and _usearch() is not None
 
     def _fold(self) -> None:
-        """Write a saved index holding the base and the changes since, then search through it."""
+        """Write the segments the changes since touch (removals where they are, additions into the last
+        one until it is full, then into new ones) and a manifest of all of them; search through them."""
         usearch = _usearch()
         assert usearch is not None and self.added is not None
-        if self.base is not None and self._held:
-            index = self.base
-        elif self.base is not None:  # memory-mapped: copied, as its file may be gone (another process folded)
-            index = self.base.copy()
-        else:
-            # int8 components: a quarter of the memory and 2.4x faster to build than float32, at the same
-            # recall once the candidates are re-scored from the rows (measured on MiniLM vectors)
-            index = usearch.Index(ndim=self.added.ndim, metric="cos", dtype="i8")
+        segments = list(self.segments)
+        touched = {n for n, segment in enumerate(segments) if segment.path is None}  # not saved yet
         if self.removed:
-            index.remove(np.fromiter(self.removed, dtype=np.uint64, count=len(self.removed)))
+            gone = np.fromiter(self.removed, dtype=np.uint64, count=len(self.removed))
+            for n, segment in enumerate(segments):
+                held = segment.holding(gone)
+                if len(held):
+                    segments[n] = segment.writable()
+                    segments[n].index.remove(held)
+                    touched.add(n)
         keys, vectors = self.added.items()
-        if len(keys):
-            index.add(keys.astype(np.uint64), vectors, threads=os.cpu_count() or 1)
-        path = _path(self.directory, self.space, self.seq)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
-        try:
-            index.save(str(tmp))
-            os.replace(tmp, path)
-        except (OSError, RuntimeError) as exc:  # a full disk, say: search from memory, saved next time
-            logger.warning("cannot save %s (%s): the index stays in this process's memory", path, exc)
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-        else:
-            for seq, old in saved_indexes(self.directory, self.space):
-                if seq != self.seq:
-                    with contextlib.suppress(OSError):
-                        old.unlink()
-        # kept in memory: the next fold adds to it instead of reading the file back
-        self.base, self.base_seq, self._held = index, self.seq, True
+        start = 0
+        while start < len(keys):
+            if not segments or len(segments[-1].index) >= SEGMENT_LIMIT:
+                # int8 components: a quarter of the memory and 2.4x faster to build than float32, at the
+                # same recall once the candidates are re-scored from the rows (measured on MiniLM vectors)
+                fresh = usearch.Index(ndim=self.added.ndim, metric="cos", dtype="i8")
+                segments.append(_Segment(fresh, None, held=True))
+            segments[-1] = last = segments[-1].writable()
+            stop = start + SEGMENT_LIMIT - len(last.index)
+            last.index.add(keys[start:stop].astype(np.uint64), vectors[start:stop], threads=os.cpu_count() or 1)
+            touched.add(len(segments) - 1)
+            start = stop
+        if self._save(segments, touched):
+            for n, segment in enumerate(segments[:-1]):  # the writer holds only the one taking additions
+                if segment.held and segment.path is not None:
+                    with contextlib.suppress(Exception):  # else it stays in memory
+                        view = usearch.Index.restore(str(segment.path), view=True)
+                        segments[n] = _Segment(view, segment.path, held=False)
+        self.segments, self.base_seq = segments, self.seq
         self.removed, self.added = set(), KeyedMatrix(self.added.ndim)
 
+    def _save(self, segments: list[_Segment], touched: set[int]) -> bool:
+        """Write the ``touched`` segments, then the manifest of all (each aside, then renamed into place),
+        and remove older files; ``False`` if they could not be written (searched from memory meanwhile)."""
+        manifest = _path(self.directory, self.space, self.seq)
+        try:
+            for n in sorted(touched):
+                segments[n].path = None
+                path = self.directory / f"pathrag-{self.space}.{self.seq}.{n}.usearch"
+                _write_aside(path, segments[n].index.save)
+                segments[n].path = path
+            listed = [segment.path.name for segment in segments if segment.path is not None]
+            if len(listed) != len(segments):
+                raise OSError("a segment was never saved")
+            _write_aside(manifest, lambda tmp: tmp.write_text(json.dumps(listed)))
+        except (OSError, RuntimeError) as exc:  # a full disk, say
+            logger.warning("cannot save the %s index (%s): it stays in this process's memory", self.space, exc)
+            return False
+        kept = {manifest.name, *listed}
+        for seq, path in _saved_files(self.directory, self.space):
+            if seq < self.seq and path.name not in kept:  # a newer one is another process's fold
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        return True
+
     def catch_up(self, ndim: int) -> None:
-        """Bring this index up to the caller's snapshot now (folding changes if they are worth it)."""
+        """Bring this index up to the caller's snapshot now (call :meth:`fold` after the snapshot)."""
         with self.lock:
-            self.sync(ndim)
+            self.sync(ndim, fold=False)
+
+    def fold(self) -> None:
+        """Fold the changes held apart into saved files, if they are worth it and this process may write."""
+        with self.lock:
+            if self.added is not None and self._worth_folding() and not self.store.read_only:
+                self._fold()
 
     # -- searching --------------------------------------------------------------------------------
 
     def _top(self, query: np.ndarray, k: int, skip: set[int]) -> set[int]:
-        """Keys of the ``k`` best vectors of this index's state other than ``skip`` (the base's hits as
-        its HNSW search finds them), asking for more while skipped keys crowd them out."""
+        """Keys of the ``k`` best vectors of this index's state other than ``skip``: the exact ones of the
+        rows held apart, and each segment's as its HNSW search finds them."""
         assert self.added is not None
         found = set(self.added.search(query, k + len(skip))) - skip
-        if self.base is None:
-            return found
         skip = skip | self.removed
-        # Candidates beyond k, re-scored from the rows, make up for the int8 copy's rounding and the graph
-        # walk's misses, both among near-ties around the k-th. Measured in dense clusters
-        # (vector_scale.py): k + 30 + k/4 held 99.9 % of the exact top 10 at 10^5 entities but 98.3 % at
-        # 10^6 (relations, 2x10^6: 94 %); k + 70 + k/4 with a walk at least 512 wide: 99.5 % and 98 %.
-        wanted = k + 70 + k // 4
-        while True:
-            self.base.expansion_search = max(512, 2 * wanted)
-            hits = [int(key) for key in self.base.search(query, wanted, exact=BRUTE_FORCE).keys]
-            kept = [key for key in hits if key not in skip]
-            if len(kept) >= k or len(hits) < wanted:
-                return found | set(kept)
-            wanted *= 4
+        for segment in self.segments:
+            found |= _walk(segment.index, query, k, skip)
+        return found
 
     def candidates(self, query: np.ndarray, k: int) -> list[int]:
         """Keys worth scoring exactly for the ``k`` best hits of the caller's snapshot (a superset of
@@ -356,6 +409,42 @@ class SpaceIndex:
                 # keys changed after the caller's snapshot are scored as that snapshot has them
                 return list(self._top(query, k, changed) | changed)
         return [key for key, _ in self.store.stream("SELECT rowid, 0 FROM vectors WHERE space = ?", (self.space,))]
+
+
+def _walk(index: Any, query: np.ndarray, k: int, skip: set[int]) -> set[int]:
+    """Keys of the ``k`` best vectors of one HNSW graph other than ``skip``, as its search finds them,
+    asking for more while skipped keys crowd them out."""
+    # Candidates beyond k, re-scored from the rows, make up for the int8 copy's rounding and the graph
+    # walk's misses, both among near-ties around the k-th. Measured in dense clusters
+    # (vector_scale.py): k + 30 + k/4 held 99.9 % of the exact top 10 at 10^5 entities but 98.3 % at
+    # 10^6 (relations, 2x10^6: 94 %); k + 70 + k/4 with a walk at least 512 wide: 99.5 % and 98 %.
+    wanted = k + 70 + k // 4
+    while True:
+        index.expansion_search = max(512, 2 * wanted)
+        hits = [int(key) for key in index.search(query, wanted, exact=BRUTE_FORCE).keys]
+        kept = {key for key in hits if key not in skip}
+        if len(kept) >= k or len(hits) < wanted:
+            return kept
+        wanted *= 4
+
+
+def _saved_cosines(index: Any, keys: Sequence[int], vectors: np.ndarray) -> np.ndarray:
+    """The cosine of each of ``vectors`` with the saved graph's copy of the vector under the same-place key."""
+    saved = np.asarray(index.get(np.asarray(keys, dtype=np.uint64), dtype="f32"), dtype="<f4")
+    saved = saved.reshape(len(keys), -1)
+    norms = np.linalg.norm(saved, axis=1) * np.linalg.norm(vectors, axis=1)
+    cosines: np.ndarray = np.einsum("ij,ij->i", saved, vectors) / np.maximum(norms, 1e-12)
+    return cosines
+
+
+def _write_aside(path: Path, write: Callable[[Path], object]) -> None:
+    """``write(tmp)`` to a temporary file beside ``path``, then rename it into place (never a half file)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def trim_key(space: str) -> str:
@@ -384,15 +473,26 @@ def _batches(rows: Iterator[tuple[Any, ...]], size: int = 4096) -> Iterator[tupl
 
 
 def _path(directory: Path, space: str, seq: int) -> Path:
-    return directory / f"pathrag-{space}.{seq}.usearch"
+    return directory / f"pathrag-{space}.{seq}.usearch.json"
 
 
-def saved_indexes(directory: Path, space: str) -> list[tuple[int, Path]]:
-    """The saved indexes of ``space`` in ``directory``, newest first, with the log position of each."""
-    pattern = re.compile(rf"pathrag-{re.escape(space)}\.(\d+)\.usearch")
+def _segment_name(space: str) -> re.Pattern[str]:
+    return re.compile(rf"pathrag-{re.escape(space)}\.\d+\.\d+\.usearch")
+
+
+def _saved_files(directory: Path, space: str) -> list[tuple[int, Path]]:
+    """Every saved file of ``space`` (manifests, segments, and the single files of earlier versions), with
+    the log position each was written at."""
+    pattern = re.compile(rf"pathrag-{re.escape(space)}\.(\d+)(?:\.\d+)?\.usearch(?:\.json)?")
     try:
         names = os.listdir(directory)
     except OSError:
         return []
-    found = [(int(m.group(1)), directory / name) for name in names if (m := pattern.fullmatch(name))]
+    return [(int(m.group(1)), directory / name) for name in names if (m := pattern.fullmatch(name))]
+
+
+def saved_indexes(directory: Path, space: str) -> list[tuple[int, Path]]:
+    """The saved indexes (manifests) of ``space`` in ``directory``, newest first, with the log position of
+    each."""
+    found = [(seq, path) for seq, path in _saved_files(directory, space) if path.name.endswith(".json")]
     return sorted(found, reverse=True)

@@ -443,7 +443,7 @@ class SQLiteStore:
         for suffix in ("-wal", "-shm"):
             target.with_name(target.name + suffix).unlink(missing_ok=True)
         os.replace(tmp, target)
-        for derived in target.parent.glob("pathrag-*.usearch"):  # a former store's search indexes
+        for derived in target.parent.glob("pathrag-*.usearch*"):  # a former store's search indexes
             derived.unlink(missing_ok=True)
 
     def close(self) -> None:

@@ -167,8 +167,10 @@ class SQLiteVectorIndex(VectorIndex):
         """
         with self.store.snapshot():
             dimension = self._dimension()
-            if dimension is not None:
-                self._index.catch_up(dimension)
+            if dimension is None:
+                return
+            self._index.catch_up(dimension)
+        self._index.fold()  # outside the read transaction: a fold can take a while, and writes go on
 
     def _search(self, vector: Sequence[float], k: int) -> list[VectorHit]:
         query = _unit(np.asarray(vector, dtype=np.float32))
