@@ -20,7 +20,6 @@ the change set at once. A backend supplies the parts that differ:
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import os
@@ -302,8 +301,6 @@ class SQLiteBackend(IndexBackend):
         self._seen = -1  # the store's commit counter when the record tables were last read or written
         self._vectors: list[SQLiteVectorIndex] = []  # brought up to date after each commit
         self._committed = False
-        self._indexer: concurrent.futures.ThreadPoolExecutor | None = None  # takes commits into them
-        self._indexing: concurrent.futures.Future[None] | None = None
 
     @classmethod
     def open(
@@ -404,27 +401,18 @@ class SQLiteBackend(IndexBackend):
         return True
 
     def _catch_up(self) -> None:
-        """After a commit: the vector search indexes take in its changes now, not at the next query, in a
-        thread of this store's own, so that the writer goes on meanwhile (a bulk import writes its next
-        batch while the last one goes into the HNSW graphs; an async caller's event loop is not held). A
-        query that needs an index meanwhile waits for it (its lock), and :meth:`close` waits for all."""
-        if self._indexing is not None and not self._indexing.running() and not self._indexing.done():
-            return  # one is queued and not started: it will take in this commit too
-        if self._indexer is None:
-            self._indexer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pathrag-indexer")
-        self._indexing = self._indexer.submit(self._take_in_commits)
+        """After a commit: the vector search indexes take in its changes now, not at the next query (a
+        failure here loses nothing: the commit stands, and the next query tries again).
 
-    def _take_in_commits(self) -> None:
+        In the writer's own thread. Taking them in from a thread of their own while the writer went on
+        with its next batch made a bulk import slower on 2 cores (296 s against 264 s for 3 x 10^5
+        entities): the HNSW build then had one core, and the writer's Python held back the reading of
+        the rows."""
         for index in self._vectors:
             try:
                 index.catch_up()
-            except Exception as exc:  # loses nothing: the commit stands, and the next query tries again
+            except Exception as exc:
                 logger.warning("%r could not take in the last commit yet: %r", index, exc)
-
-    def wait_indexed(self) -> None:
-        """Return once the vector search indexes have taken in every commit made so far by this process."""
-        if self._indexing is not None:
-            concurrent.futures.wait([self._indexing])
 
     @override
     def abandon(self) -> None:
@@ -518,7 +506,6 @@ class SQLiteBackend(IndexBackend):
 
     @override
     def close(self) -> None:
-        self.wait_indexed()  # an import's last batch goes into its saved search indexes before the end
         self._db.close()
 
 

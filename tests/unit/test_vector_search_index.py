@@ -267,7 +267,6 @@ def test_a_commit_brings_the_writers_search_indexes_up_to_date(tmp_path: Path) -
 
     index = PathRAGIndex(tmp_path, llm=ScriptedLLM(), embedder=EMBEDDER)
     index.insert([Document(id="a", text="ENTITY Mara | person | Harbour pilot.")])
-    index._backend.wait_indexed()  # taken in by the store's own thread, while the caller goes on
     for name, vectors in index.vector_indexes.items():
         assert isinstance(vectors, SQLiteVectorIndex)
         ((head,),) = vectors.store.read("SELECT MAX(seq) FROM vector_log WHERE space = ?", (name,))
