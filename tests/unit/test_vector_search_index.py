@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import sqlite3
 import threading
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from pathrag import HashingEmbedder
 from pathrag.sqlite import SQLiteStore, SQLiteVectorIndex
+from pathrag.sqlite import ann as ann_module
 from pathrag.sqlite.ann import KeyedMatrix, saved_indexes
 from pathrag.vectors import VectorItem
 
@@ -299,3 +301,54 @@ def test_without_usearch_every_space_is_searched_exactly(tmp_path: Path, monkeyp
     expected_after = [hits(exact, q) for q in asked]
     assert [hits(reopened, q) for q in asked] == expected_after != expected
     assert not reopened._index.segments  # the saved file is not read without usearch; nothing folded
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="kills a forked child")
+@pytest.mark.parametrize("files_written", [0, 1, 2, 3])
+@pytest.mark.parametrize("midway", [False, True], ids=["between files", "before a rename"])
+def test_a_kill_while_a_fold_writes_its_files_leaves_indexes_that_answer_as_the_store(
+    tmp_path: Path, monkeypatch, files_written: int, midway: bool
+) -> None:
+    """A fold writes the segments it touches, each aside and renamed, then the list of all: a process
+    killed between any of those files (here: 3 segments, then the list), or with one written aside and not
+    yet renamed, leaves the last complete list in force, and the next fold removes what the dead one left."""
+    monkeypatch.setattr("pathrag.sqlite.ann.SEGMENT_LIMIT", 60)
+    rng = random.Random(12)
+    ann, exact = pair(tmp_path)
+    ann.upsert(items(rng, range(150)))
+    ann.query("w1", 3)  # saved as segments of 60, 60 and 30
+    ann.delete([f"e{i}" for i in range(10)])  # in the first segment
+    ann.upsert(items(rng, range(150, 200)))  # fill the last one and start another
+    ann.store.close()
+    pid = os.fork()
+    if pid == 0:  # the child folds those changes and is killed after writing ``files_written`` files
+        try:
+            child = SQLiteVectorIndex(SQLiteStore(tmp_path), "entities", EMBEDDER, exact_limit=SMALL)
+            written, real = [0], ann_module._write_aside
+
+            def dying(path: Path, write) -> None:
+                if written[0] == files_written and midway:  # the file complete, under its temporary name
+                    real(path, lambda tmp: (write(tmp), os.kill(os.getpid(), signal.SIGKILL)))
+                if written[0] == files_written:
+                    os.kill(os.getpid(), signal.SIGKILL)
+                written[0] += 1
+                real(path, write)
+
+            ann_module._write_aside = dying
+            child.catch_up()
+        finally:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    ((_, manifest),) = saved_indexes(tmp_path, "entities")  # the dead fold wrote no list
+    left = {p.name for p in tmp_path.glob("*pathrag-entities.*")} - {manifest.name, *json.loads(manifest.read_text())}
+    assert len(left) == files_written + midway  # its files, named apart from those in force
+    reopened, exact = pair(tmp_path)
+    asked = queries(rng)
+    assert [hits(reopened, q) for q in asked] == [hits(exact, q) for q in asked]
+    reopened.upsert(items(rng, range(300, 345)))
+    reopened.catch_up()  # a fold of its own: the dead one's files go
+    ((_, manifest),) = saved_indexes(tmp_path, "entities")
+    on_disk = {p.name for p in tmp_path.glob("*pathrag-entities.*")}
+    assert on_disk == {manifest.name, *json.loads(manifest.read_text())}
+    assert [hits(reopened, q) for q in asked] == [hits(exact, q) for q in asked]

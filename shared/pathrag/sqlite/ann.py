@@ -487,9 +487,9 @@ def _segment_name(space: str) -> re.Pattern[str]:
 
 
 def _saved_files(directory: Path, space: str) -> list[tuple[int, Path]]:
-    """Every saved file of ``space`` (manifests, segments, and the single files of earlier versions), with
-    the log position each was written at."""
-    pattern = re.compile(rf"pathrag-{re.escape(space)}\.(\d+)(?:\.\d+)?\.usearch(?:\.json)?")
+    """Every saved file of ``space`` (manifests, segments, the single files of earlier versions, and the
+    temporary files of writes that never finished), with the log position each was written at."""
+    pattern = re.compile(rf"\.?pathrag-{re.escape(space)}\.(\d+)(?:\.\d+)?\.usearch(?:\.json)?(?:\.[\w-]+\.tmp)?")
     try:
         names = os.listdir(directory)
     except OSError:
