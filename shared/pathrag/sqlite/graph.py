@@ -231,7 +231,7 @@ class SQLiteGraphStore(BaseGraphStore):
         relations = list(relations)
         if not relations:
             return
-        for name in (n for r in relations for n in r.pair):
+        for name in dict.fromkeys(n for r in relations for n in r.pair):  # each name once
             check_name(name)
         with self.store.transaction():
             stored = self._relation_rows([r.pair for r in relations], writer=True)
