@@ -25,6 +25,14 @@ def _unit(vector: np.ndarray) -> np.ndarray:
     return vector / norm if norm else vector
 
 
+def _units(vectors: Sequence[Sequence[float]]) -> np.ndarray:
+    """``vectors`` (of one length) as rows of unit length (a zero vector stays zero), float32."""
+    matrix = np.asarray(vectors, dtype="<f4")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    units: np.ndarray = matrix / np.where(norms > 0, norms, np.float32(1))
+    return units
+
+
 _LOG_KEEP = 10_000  # vector-log entries kept for processes whose index is behind, when none is saved
 
 
@@ -95,11 +103,10 @@ class SQLiteVectorIndex(VectorIndex):
         vectors = checked_vectors(self.embedder, vectors, len(items))
         if not items:
             return
-        lengths = {len(v) for v in vectors}
-        if len(lengths) == 1:  # one matrix: a bulk write normalises 10^5 vectors in a few operations
-            matrix = np.asarray(vectors, dtype="<f4")
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            blobs = [row.tobytes() for row in (matrix / np.where(norms > 0, norms, 1)).astype("<f4")]
+        if len({len(v) for v in vectors}) == 1:  # normalised a matrix at a time: a few operations per 4,096
+            blobs = [
+                row.tobytes() for start in range(0, len(vectors), 4096) for row in _units(vectors[start : start + 4096])
+            ]
         else:  # refused below, with the dimensions found
             blobs = [_unit(np.asarray(v, dtype="<f4")).astype("<f4").tobytes() for v in vectors]
         with self.store.transaction():
