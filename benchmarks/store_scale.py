@@ -48,7 +48,8 @@ DIMENSIONS = 256  # --dimensions: 384 is MiniLM's, 1536 OpenAI's small model
 
 
 class InstantLLM:
-    """Answers an extraction prompt at once with the facts written into the chunk."""
+    """Answers an extraction prompt at once with the facts written into the chunk (``ENTITY name|description``
+    and ``LINK a|b|description`` lines; ``vector_scale.py`` writes with it too)."""
 
     name = "instant"
 
@@ -58,9 +59,9 @@ class InstantLLM:
         for line in (found[-1] if found else "").splitlines():
             kind, _, rest = line.partition(" ")
             fields = rest.split("|")
-            if kind == "ENTITY":
+            if kind == "ENTITY" and len(fields) == 2:
                 records.append(f'("entity"<|>{fields[0]}<|>concept<|>{fields[1]})')
-            elif kind == "LINK":
+            elif kind == "LINK" and len(fields) == 3:
                 records.append(f'("relationship"<|>{fields[0]}<|>{fields[1]}<|>{fields[2]}<|>link<|>5)')
         return "##".join(records) + "<|COMPLETE|>"
 

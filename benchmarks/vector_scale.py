@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from store_scale import InstantLLM as WriterLLM  # extraction: the ENTITY / LINK lines of a document
 
 import pathrag
 from pathrag import Entity, IndexConfig, PathRAGIndex, Relation, VectorItem
@@ -201,29 +202,6 @@ def build_child(directory: Path, size: int, dims: int, step: int, seed: int) -> 
 
 
 # -- reads ------------------------------------------------------------------------------------------
-
-EXTRACT = re.compile(r"NOW THE REAL TEXT\nText:\n(.*?)\nOutput:\n", re.S)
-
-
-class WriterLLM(InstantLLM):
-    """Extraction answered at once with the facts written into the chunk (``ENTITY name|description`` and
-    ``LINK a|b|description`` lines), as ``benchmarks/store_scale.py`` does: a one-document insert costs
-    the store's work only."""
-
-    def complete(self, prompt: str) -> str:
-        found = EXTRACT.findall(prompt)
-        records = []
-        for line in (found[-1] if found else "").splitlines():
-            kind, _, rest = line.partition(" ")
-            fields = rest.split("|")
-            if kind == "ENTITY" and len(fields) == 2:
-                records.append(f'("entity"<|>{fields[0]}<|>concept<|>{fields[1]})')
-            elif kind == "LINK" and len(fields) == 3:
-                records.append(f'("relationship"<|>{fields[0]}<|>{fields[1]}<|>{fields[2]}<|>link<|>5)')
-        return "##".join(records) + "<|COMPLETE|>"
-
-    async def acomplete(self, prompt: str) -> str:
-        return self.complete(prompt)
 
 
 def small_document(tag: str, size: int, rng: random.Random) -> pathrag.Document:
