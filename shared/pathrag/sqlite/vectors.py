@@ -20,11 +20,6 @@ from .store import SQLiteStore
 __all__ = ["SQLiteVectorIndex"]
 
 
-def _unit(vector: np.ndarray) -> np.ndarray:
-    norm = float(np.linalg.norm(vector))
-    return vector / norm if norm else vector
-
-
 def _units(vectors: Sequence[Sequence[float]]) -> np.ndarray:
     """``vectors`` (of one length) as rows of unit length (a zero vector stays zero), float32."""
     matrix = np.asarray(vectors, dtype="<f4")
@@ -108,7 +103,7 @@ class SQLiteVectorIndex(VectorIndex):
                 row.tobytes() for start in range(0, len(vectors), 4096) for row in _units(vectors[start : start + 4096])
             ]
         else:  # refused below, with the dimensions found
-            blobs = [_unit(np.asarray(v, dtype="<f4")).astype("<f4").tobytes() for v in vectors]
+            blobs = [_units([v]).tobytes() for v in vectors]
         with self.store.transaction():
             self.store.check_dimension(len(vectors[0]), {len(b) // 4 for b in blobs})
             self.store.executemany(
@@ -186,7 +181,7 @@ class SQLiteVectorIndex(VectorIndex):
         self._index.fold()  # outside the read transaction: a fold can take a while, and writes go on
 
     def _search(self, vector: Sequence[float], k: int) -> list[VectorHit]:
-        query = _unit(np.asarray(vector, dtype=np.float32))
+        query = _units([vector])[0]
         with self.store.snapshot():  # the candidates and the hits' rows from one committed state
             if k <= 0:
                 return []
