@@ -154,6 +154,13 @@ class _Segment:
     def __init__(self, index: Any, path: Path | None, *, held: bool) -> None:
         self.index, self.path, self.held = index, path, held
 
+    @classmethod
+    def mapped(cls, path: Path) -> _Segment:
+        """The segment saved at ``path``, memory-mapped (usearch must be importable)."""
+        usearch = _usearch()
+        assert usearch is not None
+        return cls(usearch.Index.restore(str(path), view=True), path, held=False)
+
     def writable(self) -> _Segment:
         """This segment, or an in-memory copy of it when it is memory-mapped (its file may go: another
         process may fold meanwhile)."""
@@ -265,8 +272,7 @@ class SpaceIndex:
             own = _segment_name(self.space)  # the manifest is read, not trusted: only this space's files
             if not isinstance(names, list) or not all(isinstance(n, str) and own.fullmatch(n) for n in names):
                 raise ValueError("not a list of this space's segment files")
-            paths = [self.directory / name for name in names]
-            segments = [_Segment(usearch.Index.restore(str(path), view=True), path, held=False) for path in paths]
+            segments = [_Segment.mapped(self.directory / name) for name in names]
         except Exception as exc:  # a damaged or foreign file: rebuilt from the store
             logger.warning("%s cannot be read (%s): rebuilding it from the store", manifest, exc)
             return False
@@ -345,8 +351,7 @@ class SpaceIndex:
             for n, segment in enumerate(segments[:-1]):  # the writer holds only the one taking additions
                 if segment.held and segment.path is not None:
                     with contextlib.suppress(Exception):  # else it stays in memory
-                        view = usearch.Index.restore(str(segment.path), view=True)
-                        segments[n] = _Segment(view, segment.path, held=False)
+                        segments[n] = _Segment.mapped(segment.path)
         self.segments, self.base_seq = segments, self.seq
         self.removed, self.added = set(), KeyedMatrix(self.added.ndim)
 
