@@ -20,6 +20,7 @@ the change set at once. A backend supplies the parts that differ:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import os
@@ -301,6 +302,8 @@ class SQLiteBackend(IndexBackend):
         self._seen = -1  # the store's commit counter when the record tables were last read or written
         self._vectors: list[SQLiteVectorIndex] = []  # brought up to date after each commit
         self._committed = False
+        self._folder: concurrent.futures.ThreadPoolExecutor | None = None  # folds them into their saved files
+        self._folding: concurrent.futures.Future[None] | None = None
 
     @classmethod
     def open(
@@ -404,15 +407,33 @@ class SQLiteBackend(IndexBackend):
         """After a commit: the vector search indexes take in its changes now, not at the next query (a
         failure here loses nothing: the commit stands, and the next query tries again).
 
-        In the writer's own thread. Taking them in from a thread of their own while the writer went on
-        with its next batch made a bulk import slower on 2 cores (296 s against 264 s for 3 x 10^5
-        entities): the HNSW build then had one core, and the writer's Python held back the reading of
-        the rows."""
+        The rows are read in the writer's thread; folding them into the saved HNSW files (the slow part,
+        C++ that releases the GIL) runs in a thread of this store's own, while the writer goes on: a bulk
+        import writes its next batch meanwhile. One fold at a time: the next commit's catch-up waits for
+        the last one first, so an import never holds more than one batch's vectors apart. A query that
+        needs an index while it folds waits for it (its lock); :meth:`close` waits for the last one."""
+        self.wait_folded()
         for index in self._vectors:
             try:
-                index.catch_up()
+                index.catch_up(fold=False)
             except Exception as exc:
                 logger.warning("%r could not take in the last commit yet: %r", index, exc)
+        if self._folder is None:
+            self._folder = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pathrag-fold")
+        self._folding = self._folder.submit(self._fold)
+
+    def _fold(self) -> None:
+        for index in self._vectors:
+            try:
+                index.fold()
+            except Exception as exc:  # the changes stay apart, searched exactly, and are folded next time
+                logger.warning("%r could not save its search index: %r", index, exc)
+
+    def wait_folded(self) -> None:
+        """Return once the folds started by this process's commits have ended."""
+        if self._folding is not None:
+            concurrent.futures.wait([self._folding])
+            self._folding = None
 
     @override
     def abandon(self) -> None:
@@ -506,6 +527,10 @@ class SQLiteBackend(IndexBackend):
 
     @override
     def close(self) -> None:
+        self.wait_folded()  # an import's last batch goes into its saved search indexes before the end
+        if self._folder is not None:
+            self._folder.shutdown()
+            self._folder = None
         self._db.close()
 
 

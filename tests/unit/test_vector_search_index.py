@@ -275,6 +275,52 @@ def test_a_commit_brings_the_writers_search_indexes_up_to_date(tmp_path: Path) -
         assert vectors._index.seq == (head or 0), name  # taken in at the commit, not at a query
 
 
+def test_the_log_is_never_trimmed_past_the_writers_own_index(tmp_path: Path, monkeypatch) -> None:
+    # While a writer's fold runs in its own thread there is no new saved file yet; trimming the log to its
+    # last few entries then would make the writer reload the whole space at its next catch-up.
+    monkeypatch.setattr("pathrag.sqlite.vectors._LOG_KEEP", 5)
+    rng = random.Random(12)
+    ann, exact = pair(tmp_path)
+    ann.upsert(items(rng, range(20)))
+    ann.catch_up(fold=False)
+    loads = []
+    load = ann_module.SpaceIndex._load
+    monkeypatch.setattr(ann_module.SpaceIndex, "_load", lambda self, *a: (loads.append(a), load(self, *a))[1])
+    for start in range(20, 80, 15):  # each write trims the log
+        ann.upsert(items(rng, range(start, start + 15)))
+    ((floor,),) = ann.store.read("SELECT value FROM meta WHERE key = ?", (ann_module.trim_key("entities"),))
+    assert 0 < int(floor) <= ann._index.seq  # trimmed, but not past the writer's position
+    ann.catch_up(fold=False)
+    assert not loads  # replayed from the log
+    asked = queries(rng)
+    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+
+
+def test_a_commit_is_folded_in_the_stores_own_thread_and_close_waits_for_it(tmp_path: Path, monkeypatch) -> None:
+    from pathrag import Document, PathRAGIndex
+
+    from ..fakes import ScriptedLLM
+
+    monkeypatch.setattr("pathrag.sqlite.ann.EXACT_LIMIT", 1)  # every change is worth a saved file
+    folded: list[str] = []
+    fold = ann_module.SpaceIndex._fold
+
+    def slow_fold(self: ann_module.SpaceIndex) -> None:
+        threading.Event().wait(0.2)  # still folding when insert returns
+        folded.append(threading.current_thread().name)
+        fold(self)
+
+    monkeypatch.setattr(ann_module.SpaceIndex, "_fold", slow_fold)
+    index = PathRAGIndex(tmp_path, llm=ScriptedLLM(), embedder=EMBEDDER)
+    text = "ENTITY Mara | person | Harbour pilot.\nLINK Mara | Saltmere | Her home port. | home | 7"
+    index.insert([Document(id="a", text=text)])
+    assert len(folded) < 3  # insert returned before the three spaces were folded
+    index.close()
+    assert len(folded) == 3 and all(name.startswith("pathrag-fold") for name in folded)
+    for space in ("entities", "relations", "chunks"):
+        assert saved_indexes(tmp_path, space), space  # saved before close returned
+
+
 def test_the_hnsw_graph_finds_nearly_every_exact_neighbour(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr("pathrag.sqlite.ann.BRUTE_FORCE", False)
     rng = random.Random(9)

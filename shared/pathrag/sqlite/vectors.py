@@ -145,12 +145,15 @@ class SQLiteVectorIndex(VectorIndex):
 
     def _trim_log(self) -> None:
         """Inside a write: drop the log entries no process needs any more. With a saved index, those it
-        already holds; without one, all but the last few thousand (a process further behind reloads)."""
+        already holds; without one, all but the last few thousand (a process further behind reloads);
+        never those after this process's own index, which goes on from there."""
         ((low, high),) = self.store.wread("SELECT MIN(seq), MAX(seq) FROM vector_log WHERE space = ?", (self.space,))
         if low is None or high - low < 2 * _LOG_KEEP:
             return
         saved = saved_indexes(self.store.directory, self.space)
         bound = saved[0][0] if saved else high - _LOG_KEEP
+        if self._index.seq >= 0:  # this process's own index goes on from there (its fold may be running)
+            bound = min(bound, self._index.seq)
         if bound >= low:
             self.store.execute("DELETE FROM vector_log WHERE space = ? AND seq <= ?", (self.space, bound))
             self.store.set_meta({trim_key(self.space): bound})
@@ -159,11 +162,12 @@ class SQLiteVectorIndex(VectorIndex):
         rows = self.store.read("SELECT value FROM meta WHERE key = 'dimension'")
         return int(rows[0][0]) if rows else None
 
-    def catch_up(self) -> None:
+    def catch_up(self, *, fold: bool = True) -> None:
         """Bring this process's search index up to the last commit now, instead of at the next query.
 
         A writer calls it after each commit, so that its own next read, and a bulk import's first query
-        elsewhere, find the index (and, for a big space, its saved file) ready.
+        elsewhere, find the index (and, for a big space, its saved files) ready. With ``fold=False`` the
+        changes are taken in but not folded into saved files yet (call :meth:`fold`, from any thread).
 
         >>> import tempfile
         >>> from pathrag import HashingEmbedder
@@ -178,7 +182,13 @@ class SQLiteVectorIndex(VectorIndex):
             if dimension is None:
                 return
             self._index.catch_up(dimension)
-        self._index.fold()  # outside the read transaction: a fold can take a while, and writes go on
+        if fold:
+            self.fold()
+
+    def fold(self) -> None:
+        """Fold the changes taken in into the saved files, when they are worth it (outside any read
+        transaction: a fold can take a while, and writes go on)."""
+        self._index.fold()
 
     def _search(self, vector: Sequence[float], k: int) -> list[VectorHit]:
         query = _units([vector])[0]
