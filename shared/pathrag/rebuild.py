@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -118,14 +118,19 @@ async def rebuild(
     merging (with the summaries of long descriptions) and the embedding start, with the merged counts.
     ``needs_summary`` (a description -> whether ``summarise`` may change it) spares the others a call: a
     bulk import merges 10⁵ items per commit, nearly all of them short."""
-    touched_entities, touched_relations = _touched(chunk_ids, records, directed)
-    if not touched_entities:
+    described, ends, touched_relations = _touched(chunk_ids, records, directed)
+    if not described and not ends:
         return Rebuilt([], [], [], [])
+    wanted, alive, unchanged = _chunks_to_read(records, described, ends, touched_relations, set(chunk_ids))
     entity_records, relation_records, endpoint_chunks = _live_records(
-        records, touched_entities, touched_relations, directed
+        records, wanted, described, touched_relations, directed
     )
-    # an entity that only appears as a relation end still comes from those chunks (record-only chunks
-    # have no text to cite)
+    # A name the change mentions only as a relation end without text keeps what it was while a chunk the
+    # change did not touch names it; else it is bare (named by the change's chunks alone) or gone.
+    bare = (ends - unchanged) & alive
+    for name in described & alive | bare:
+        endpoint_chunks.setdefault(name, [])  # exists: named by a live chunk, perhaps one not read
+    touched_entities = described | (ends - unchanged)
     merged_entities, merged_relations = merge_records(
         (e for group in entity_records.values() for e in group),
         (r for group in relation_records.values() for r in group),
@@ -177,30 +182,74 @@ async def _summarised(
     return out
 
 
-def _touched(chunk_ids: Sequence[str], records: RecordTables, directed: bool) -> tuple[set[str], set[tuple[str, str]]]:
-    """The entity names and relation keys the records of ``chunk_ids`` mention."""
-    entities: set[str] = set()
+def _touched(
+    chunk_ids: Sequence[str], records: RecordTables, directed: bool
+) -> tuple[set[str], set[str], set[tuple[str, str]]]:
+    """What the records of ``chunk_ids`` mention: the entity names they may describe (see
+    :func:`~pathrag.sqlite.codec.mention_rows`), the names they only give existence to (relation ends in
+    chunks without text), and the relation keys."""
+    described: set[str] = set()
+    ends: set[str] = set()
     relations: set[tuple[str, str]] = set()
     for cid in chunk_ids:
         chunk = records.chunks.get(cid)
         if chunk is None:
             continue
-        entities.update(e["name"] for e in chunk.entities)
-        for r in chunk.relations:
-            entities.update((r["source"], r["target"]))
-            relations.add(relation_key(r["source"], r["target"], directed=directed))
-    return entities, relations
+        for name, describes in chunk.mentions():
+            (described if describes else ends).add(name)
+        relations.update(relation_key(r["source"], r["target"], directed=directed) for r in chunk.relations)
+    return described, ends - described, relations
+
+
+def _chunks_to_read(
+    records: RecordTables, described: set[str], ends: set[str], keys: set[tuple[str, str]], changed: set[str]
+) -> tuple[list[str], set[str], set[str]]:
+    """The live chunks whose records a rebuild must read, in order: the changed ones, those that may
+    describe a ``described`` name, and those naming both ends of one of ``keys``. Also the names some live
+    chunk names, and those of ``ends`` that a live chunk outside ``changed`` names. A bulk import's later
+    batch thereby reads none of the earlier batches' record chunks that name its entities only as
+    relation ends (it read all of them, and the reading grew with every batch)."""
+    partners: dict[str, set[str]] = {}
+    for a, b in keys:
+        partners.setdefault(a, set()).add(b)
+        partners.setdefault(b, set()).add(a)
+    wanted: list[str] = []
+    alive: set[str] = set()
+    unchanged: set[str] = set()
+    for cid, named in records.live_mentions(described | ends).items():
+        alive.update(named)
+        if cid not in changed:
+            unchanged.update(n for n in named if n in ends)
+        if (
+            cid in changed
+            or any(describes and name in described for name, describes in named.items())
+            or _names_a_pair(named, partners)
+        ):
+            wanted.append(cid)
+    return wanted, alive, unchanged
+
+
+def _names_a_pair(named: Mapping[str, bool], partners: Mapping[str, set[str]]) -> bool:
+    """Whether ``named`` holds both ends of a pair (``partners``: each end -> the other ends)."""
+    for name in named:
+        others = partners.get(name)
+        if others and (
+            any(o in named for o in others) if len(others) <= len(named) else any(n in others for n in named)
+        ):
+            return True
+    return False
 
 
 def _live_records(
-    records: RecordTables, names: set[str], keys: set[tuple[str, str]], directed: bool
+    records: RecordTables, cids: list[str], names: set[str], keys: set[tuple[str, str]], directed: bool
 ) -> tuple[dict[str, list[Entity]], dict[tuple[str, str], list[Relation]], dict[str, list[str]]]:
-    """Every live record of the entities ``names`` and relations ``keys``, and, per name named as a relation
-    end, the live chunks with text naming it so (the chunks are read one at a time, none kept)."""
+    """The records of the entities ``names`` and relations ``keys`` in the live chunks ``cids`` and, per
+    name named there as a relation end, the chunks with text naming it so (the chunks are read one at a
+    time, none kept)."""
     entity_records: dict[str, list[Entity]] = {}
     relation_records: dict[tuple[str, str], list[Relation]] = {}
     endpoint_chunks: dict[str, list[str]] = {}
-    for chunk in records.live_chunks_mentioning(names):
+    for chunk in records.read_chunks(cids):
         for e in chunk.entities:
             if e["name"] in names:
                 entity_records.setdefault(e["name"], []).append(Entity.model_validate(e))

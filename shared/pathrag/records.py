@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from typing_extensions import override
 
 from .ids import RECORD_CHUNK_LIKE, is_record_chunk
-from .sqlite.codec import dumps, mentioned_names, pack_records, pack_text, unpack_records, unpack_text
+from .sqlite.codec import dumps, mention_rows, mentioned_names, pack_records, pack_text, unpack_records, unpack_text
 from .sqlite.store import SQLiteStore
 
 __all__ = [
@@ -76,6 +76,11 @@ class ChunkRecord:
     def mentioned(self) -> list[str]:
         """The entity names the chunk's records name, relation ends included (sorted, distinct)."""
         return mentioned_names(self.entities, self.relations)
+
+    def mentions(self) -> list[tuple[str, int]]:
+        """``(name, describes)`` of each name the chunk's records name (see
+        :func:`~pathrag.sqlite.codec.mention_rows`)."""
+        return mention_rows(self.text, self.entities, self.relations)
 
     def row(self) -> dict[str, Any]:
         """The record as the store's snapshot writer takes it (no ``refs``: the documents hold them)."""
@@ -311,8 +316,9 @@ class RecordTables:
         """Keep a chunk's extraction records now; returns the record kept."""
         raise NotImplementedError
 
-    def _mentioning(self, names: Iterable[str]) -> set[str]:
-        """Ids of the chunks (live or not) whose records mention one of ``names``."""
+    def _mentioning(self, names: Iterable[str]) -> dict[str, dict[str, bool]]:
+        """The chunks (live or not) whose records mention one of ``names``: chunk id -> {each of those names
+        it mentions: whether it may describe it (see :meth:`ChunkRecord.mentions`)}."""
         raise NotImplementedError
 
     def _record_chunk_ids(self) -> list[str]:
@@ -382,15 +388,29 @@ class RecordTables:
                 self.note_mentions(chunk, forget=True)
         self._dropped.update(gone)
 
-    def live_chunks_mentioning(self, names: Iterable[str]) -> Iterator[ChunkRecord]:
-        """The live chunks mentioning any of ``names``, in a stable order: by document (sorted id), then
-        position in it. Only those chunks are read, so a write costs the same whatever the store's size.
+    def live_mentions(self, names: Iterable[str]) -> dict[str, dict[str, bool]]:
+        """The live chunks mentioning any of ``names``, in a stable order (by document, sorted by id, then
+        position in it): chunk id -> {each of those names it mentions: whether it may describe it}. Only
+        the mentions are read, not the chunks' records (see :meth:`read_chunks`).
+
+        >>> tables = MemoryRecordTables()
+        >>> _ = tables.store_chunk("c1", "", [{"name": "A"}], [{"source": "A", "target": "B"}])
+        >>> tables.claim("c1", "doc", 0)
+        >>> tables.live_mentions(["A", "B"])
+        {'c1': {'A': True, 'B': False}}
+        """
+        found = self._mentioning(names)
+        order = self._claimed(set(found))
+        return {cid: found[cid] for cid in sorted(order, key=order.__getitem__)}
+
+    def read_chunks(self, cids: list[str]) -> Iterator[ChunkRecord]:
+        """The chunks ``cids``, in that order, all among the last :meth:`live_mentions`' (a write reads only
+        them, so it costs the same whatever the store's size).
 
         Yielded one at a time: in a store, a chunk the commit has not read yet is read for the iteration
-        and not kept (each batch of a bulk import is one chunk of 10⁵ records, and a later batch naming
-        their entities reads them: one at a time, not all of them at once)."""
-        order = self._claimed(self._mentioning(names))
-        return self._read_in_order(sorted(order, key=order.__getitem__))
+        and not kept (a later batch of a bulk import naming earlier ones' entities reads their record
+        chunks a group at a time, not all of them at once)."""
+        return self._read_in_order(cids)
 
     def _claimed(self, cids: set[str]) -> dict[str, tuple[str, int]]:
         """Of the chunks ``cids``, the live ones, each with its first claim: (document id, position)."""
@@ -443,7 +463,7 @@ class MemoryRecordTables(RecordTables):
         super().__init__()
         self.documents = self._documents = LayeredRows[DocumentRecord]()
         self.chunks = self._chunks = LayeredRows[ChunkRecord]()
-        self._mentions: dict[str, set[str]] = {}  # entity name -> ids of the chunks naming it (the plan's view)
+        self._mentions: dict[str, dict[str, bool]] = {}  # name -> the chunks naming it -> describes (the plan's view)
 
     @property
     def committed_documents(self) -> dict[str, DocumentRecord]:
@@ -457,15 +477,15 @@ class MemoryRecordTables(RecordTables):
 
     @override
     def note_mentions(self, chunk: ChunkRecord, *, forget: bool = False) -> None:
-        for name in chunk.mentioned():
+        for name, describes in chunk.mentions():
             if forget:
                 held = self._mentions.get(name)
                 if held is not None:
-                    held.discard(chunk.id)
+                    held.pop(chunk.id, None)
                     if not held:
                         del self._mentions[name]
             else:
-                self._mentions.setdefault(name, set()).add(chunk.id)
+                self._mentions.setdefault(name, {})[chunk.id] = bool(describes)
 
     def _save_chunk(self, record: ChunkRecord) -> ChunkRecord:
         if record.id in self.chunks:
@@ -473,8 +493,12 @@ class MemoryRecordTables(RecordTables):
         self.note_mentions(record)
         return record
 
-    def _mentioning(self, names: Iterable[str]) -> set[str]:
-        return set().union(*(self._mentions.get(n, ()) for n in names))
+    def _mentioning(self, names: Iterable[str]) -> dict[str, dict[str, bool]]:
+        found: dict[str, dict[str, bool]] = {}
+        for name in dict.fromkeys(names):
+            for cid, describes in self._mentions.get(name, {}).items():
+                found.setdefault(cid, {})[name] = describes
+        return found
 
     def _record_chunk_ids(self) -> list[str]:
         return [cid for cid in self.chunks if is_record_chunk(cid)]
@@ -542,9 +566,17 @@ class SQLiteRecordTables(RecordTables):
 
     @override
     def note_mentions(self, chunk: ChunkRecord, *, forget: bool = False) -> None:
-        if not forget:  # forgetting: the chunk's rows go with it (see write_commit)
+        if forget:  # the chunk's rows go with it (see write_commit)
+            return
+        if self._store.format_version >= 4:
             self._store.executemany(
-                "INSERT OR IGNORE INTO mentions VALUES (?, ?)", [(n, chunk.id) for n in chunk.mentioned()]
+                "INSERT OR IGNORE INTO mentions (name, chunk_id, describes) VALUES (?, ?, ?)",
+                [(n, chunk.id, describes) for n, describes in chunk.mentions()],
+            )
+        else:  # an older store's writes keep its format
+            self._store.executemany(
+                "INSERT OR IGNORE INTO mentions (name, chunk_id) VALUES (?, ?)",
+                [(n, chunk.id) for n in chunk.mentioned()],
             )
 
     def _save_chunk(self, record: ChunkRecord) -> ChunkRecord:
@@ -561,14 +593,15 @@ class SQLiteRecordTables(RecordTables):
             self.note_mentions(record)
         return record
 
-    def _mentioning(self, names: Iterable[str]) -> set[str]:
-        return {
-            cid
-            for (cid,) in self._store.wread(
-                "SELECT DISTINCT chunk_id FROM mentions WHERE name IN (SELECT value FROM json_each(?))",
-                (dumps(sorted(names)),),
-            )
-        }
+    def _mentioning(self, names: Iterable[str]) -> dict[str, dict[str, bool]]:
+        describes = "describes" if self._store.format_version >= 4 else "1"  # before: every mention may
+        found: dict[str, dict[str, bool]] = {}
+        for cid, name, flag in self._store.wread(
+            f"SELECT chunk_id, name, {describes} FROM mentions WHERE name IN (SELECT value FROM json_each(?))",
+            (dumps(sorted(names)),),
+        ):
+            found.setdefault(cid, {})[name] = bool(flag)
+        return found
 
     def _record_chunk_ids(self) -> list[str]:
         return [row[0] for row in self._store.wread(f"SELECT id FROM chunks WHERE id LIKE '{RECORD_CHUNK_LIKE}'")]

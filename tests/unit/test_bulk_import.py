@@ -17,8 +17,11 @@ from typing import Any
 import pytest
 
 import pathrag.records as records_module
-from pathrag import Entity, HashingEmbedder, PathRAGIndex, Relation
+from pathrag import Document, Entity, HashingEmbedder, PathRAGIndex, Relation
+from pathrag.merging import merge_records, relation_key
 from pathrag.records import ChunkRecord
+
+from ..fakes import ScriptedLLM
 
 BATCH = 200
 BATCHES = 7
@@ -152,4 +155,83 @@ def test_a_later_write_reads_only_the_pieces_of_a_batch_that_mention_its_names(
     assert "Seen again." in index.graph.get_entities(["E120"])["E120"].description
     index.delete(["bulk:0"])
     assert set(index.graph.get_entities(["E120", "E7"])) == {"E120"}
+    index.close()
+
+
+def _full_merge(index: PathRAGIndex) -> tuple[dict[str, Entity], dict[tuple[str, str], Relation]]:
+    """The graph merged again from every live chunk (what a rebuild of everything would write): chunks in
+    the order of their first claim, a relation end cited by the chunks with text naming it."""
+    chunks = {cid: index.chunks[cid] for doc in index.documents.values() for cid in doc.chunks if cid in index.chunks}
+    order = sorted(chunks, key=lambda cid: min(chunks[cid].refs.items()))
+    endpoints: dict[str, list[str]] = {}
+    for cid in order:
+        for r in chunks[cid].relations:
+            for end in (r["source"], r["target"]):
+                endpoints.setdefault(end, []).extend([cid] if chunks[cid].text else [])
+    entities, relations = merge_records(
+        [Entity.model_validate(e) for cid in order for e in chunks[cid].entities],
+        [Relation.model_validate(r) for cid in order for r in chunks[cid].relations],
+        endpoint_sources=endpoints,
+    )
+    return {e.name: e for e in entities}, {relation_key(*r.pair): r for r in relations}
+
+
+@pytest.mark.parametrize("in_store", [False, True])
+def test_a_rebuild_that_reads_only_what_can_change_writes_the_full_merge(tmp_path: Path, in_store: bool) -> None:
+    """Imports naming other batches' entities as relation ends (earlier, later, not yet imported), texts
+    naming them, deletes and re-imports: after each write the graph is the merge of every live chunk."""
+    rng = random.Random(5)
+    index = PathRAGIndex(tmp_path if in_store else None, llm=ScriptedLLM(), embedder=HashingEmbedder(16))
+    names = [f"N{i}" for i in range(40)]
+
+    def imported(number: int) -> tuple[list[Entity], list[Relation]]:
+        own = names[number * 8 : number * 8 + 8]
+        return (
+            [Entity(name=n, type=f"t{number}", description=f"{n} in batch {number}.", source_ids=("p",)) for n in own],
+            [Relation(source=n, target=rng.choice(names), description=f"{n} link.", weight=1.0) for n in own],
+        )
+
+    def text(number: int) -> str:
+        a, b, c = rng.sample(names, 3)
+        return f"ENTITY {a} | person | {a} as told.\nLINK {b} | {c} | Met once. | meeting | 3"
+
+    steps = [("add", n) for n in range(5)] + [("text", n) for n in range(3)]
+    steps += [("delete", "bulk:1"), ("add", 1), ("delete", "t0"), ("delete", "bulk:3"), ("add", 3), ("add", 0)]
+    try:
+        for kind, what in steps:
+            if kind == "add":
+                index.add_records(f"bulk:{what}", *imported(int(what)))
+            elif kind == "text":
+                index.insert([Document(id=f"t{what}", text=text(int(what)))])
+            else:
+                index.delete([str(what)])
+            entities, relations = _full_merge(index)
+            graph = index.graph
+            assert {e.name: e for e in graph.iter_entities()} == entities, (kind, what)
+            assert {relation_key(*r.pair): r for r in graph.iter_relations()} == relations, (kind, what)
+            assert index.check() == []
+    finally:
+        index.close()
+
+
+def test_a_later_batch_naming_earlier_entities_only_as_relation_ends_reads_none_of_their_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pathrag.indexing.RECORDS_PER_PIECE", 50)
+    index = PathRAGIndex(tmp_path / "store", embedder=HashingEmbedder(16))
+    index.add_records("bulk:0", *_batch(0))
+    earlier = set(index.documents["bulk:0"].chunks)
+    read: list[str] = []
+    read_chunks = records_module.RecordTables.read_chunks
+    monkeypatch.setattr(
+        records_module.RecordTables, "read_chunks", lambda self, cids: (read.extend(cids), read_chunks(self, cids))[1]
+    )
+    entities, relations = _batch(1)  # its relations end at batch 0's entities, never describe them
+    assert {r.target for r in relations} & {e.name for e in _batch(0)[0]}
+    index.add_records("bulk:1", entities, relations)
+    assert read and not set(read) & earlier
+    assert index.graph.get_entities(["E0"])["E0"].description == "E0 of batch 0."
+    index.add_records("again", [Entity(name="E7", type="thing", description="Seen again.")], [])
+    assert set(read) & earlier  # describing an earlier entity reads its piece
+    assert index.graph.get_entities(["E7"])["E7"].description == "Seen again. E7 of batch 0."  # "again" < "bulk:0"
     index.close()

@@ -65,3 +65,45 @@ def test_a_format_2_store_gets_its_degrees_counted_once(tmp_path: Path) -> None:
     SQLiteGraphStore(reopened).delete_relations([("c", "a")])
     assert kept(db) == recount(db)
     assert {r[0] for r in db.execute("SELECT name FROM sqlite_schema WHERE type = 'trigger'")} >= {"vector_added"}
+
+
+def _as_format_3(path: Path) -> None:
+    """Make the store in ``path`` look as format 3 wrote it: mentions without ``describes``."""
+    db = sqlite3.connect(path / STORE_FILE, isolation_level=None)
+    db.execute("ALTER TABLE mentions DROP COLUMN describes")
+    db.execute("UPDATE meta SET value = '3' WHERE key = 'format_version'")
+    db.close()
+
+
+def test_a_format_3_store_gets_mentions_that_say_whether_they_describe(tmp_path: Path) -> None:
+    from pathrag import Entity, HashingEmbedder, PathRAGIndex
+
+    index = PathRAGIndex(tmp_path, embedder=HashingEmbedder(16))
+    index.add_records("bulk:0", [Entity(name="A", type="t", description="A first.")], [rel("A", "B")])
+    index.close()
+    _as_format_3(tmp_path)
+    index = PathRAGIndex(tmp_path, embedder=HashingEmbedder(16))
+    index.add_records("bulk:1", [Entity(name="C", type="t", description="C later.")], [rel("C", "A")])
+    assert index._backend.store.format_version == FORMAT_VERSION  # type: ignore[attr-defined]
+    first, second = index.documents["bulk:0"].chunks[0], index.documents["bulk:1"].chunks[0]
+    rows = index._backend.store.read("SELECT chunk_id, name, describes FROM mentions")  # type: ignore[attr-defined]
+    # the rows kept from format 3 may describe (safe: they are read as before); new ones say which do
+    assert sorted(rows) == sorted([(first, "A", 1), (first, "B", 1), (second, "A", 0), (second, "C", 1)])
+    assert index.graph.get_entities(["A"])["A"].description == "A first."
+    assert index.check() == []
+    index.close()
+
+
+def test_a_store_left_in_format_3_is_written_in_format_3(tmp_path: Path) -> None:
+    from pathrag import Entity, HashingEmbedder, PathRAGIndex
+
+    index = PathRAGIndex(tmp_path, embedder=HashingEmbedder(16))
+    store = index._backend.store  # type: ignore[attr-defined]
+    index.add_records("bulk:0", [Entity(name="A", type="t", description="A first.")], [rel("A", "B")])
+    _as_format_3(tmp_path)
+    store.format_version = 3  # as a store that could not be upgraded (another writer held it too long)
+    index.add_records("bulk:1", [Entity(name="C", type="t", description="C later.")], [rel("C", "A")])
+    index.delete(["bulk:0"])
+    assert {e.name: e.description for e in index.graph.iter_entities()} == {"A": "", "C": "C later."}
+    assert index.check() == []
+    index.close()

@@ -5,6 +5,8 @@ relation rows, and a JSON array as an SQL set.
 {'entities': [{'name': 'A'}], 'relations': []}
 >>> mentioned_names([{"name": "B"}], [{"source": "A", "target": "B"}])
 ['A', 'B']
+>>> mention_rows("", [{"name": "B"}], [{"source": "A", "target": "B"}])
+[('A', 0), ('B', 1)]
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ __all__ = [
     "dumps",
     "entity_of",
     "entity_row",
+    "mention_rows",
     "mentioned_names",
     "pack_records",
     "pack_text",
@@ -50,6 +53,17 @@ def mentioned_names(entities: Iterable[Mapping[str, Any]], relations: Iterable[M
     names = {e["name"] for e in entities}
     names.update(n for r in relations for n in (r["source"], r["target"]))
     return sorted(names)
+
+
+def mention_rows(
+    text: str, entities: Iterable[Mapping[str, Any]], relations: Iterable[Mapping[str, Any]]
+) -> list[tuple[str, int]]:
+    """The ``mentions`` rows of a chunk, ``(name, describes)`` by name: ``describes`` is 0 where a chunk
+    without text (an import's records) names the entity only as a relation end, which gives the entity
+    its existence and nothing else (no description, no text to cite as its source); 1 otherwise."""
+    described = {e["name"] for e in entities}
+    ends = {n for r in relations for n in (r["source"], r["target"])}
+    return [(name, int(bool(text) or name in described)) for name in sorted(described | ends)]
 
 
 def pack_text(text: str) -> bytes:

@@ -7,7 +7,7 @@ too long) stays at its version: every read works on it, and writes keep its form
     >>> import tempfile
     >>> from pathrag.sqlite import SQLiteStore
     >>> SQLiteStore(tempfile.mkdtemp()).format_version  # a new store is written in the current format
-    3
+    4
 """
 
 from __future__ import annotations
@@ -45,7 +45,18 @@ def _degrees_and_vector_log(store: SQLiteStore) -> None:
     store.execute("DELETE FROM vector_log")
 
 
-STEPS: dict[int, Callable[[SQLiteStore], None]] = {2: _chunk_texts_once, 3: _degrees_and_vector_log}
+def _mentions_describe(store: SQLiteStore) -> None:
+    """3 -> 4: which mentions describe the entity (see :func:`~pathrag.sqlite.codec.mention_rows`). The
+    rows kept say 1, "may describe it", which is always safe: a rebuild then reads those chunks, as it did."""
+    if "describes" not in {row[1] for row in store.wread("PRAGMA table_info(mentions)")}:
+        store.execute("ALTER TABLE mentions ADD COLUMN describes INTEGER NOT NULL DEFAULT 1")
+
+
+STEPS: dict[int, Callable[[SQLiteStore], None]] = {
+    2: _chunk_texts_once,
+    3: _degrees_and_vector_log,
+    4: _mentions_describe,
+}
 """The step that brings a store to each format version from the one before."""
 assert max(STEPS) == FORMAT_VERSION
 

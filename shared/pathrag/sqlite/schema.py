@@ -32,7 +32,8 @@ __all__ = [
 
 STORE_FILE = "pathrag.sqlite"
 FORMAT = "pathrag-store"
-FORMAT_VERSION = 3  # 2: a chunk's vector keeps no copy of the chunk's text; 3: degrees and vector_log
+FORMAT_VERSION = 4  # 2: a chunk's vector keeps no copy of the chunk's text; 3: degrees and vector_log;
+# 4: mentions.describes
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -52,7 +53,8 @@ CREATE TABLE IF NOT EXISTS vectors (
     space TEXT NOT NULL, id TEXT NOT NULL, text TEXT, metadata TEXT NOT NULL, vector BLOB NOT NULL,
     PRIMARY KEY (space, id));
 CREATE TABLE IF NOT EXISTS mentions (
-    name TEXT NOT NULL, chunk_id TEXT NOT NULL, PRIMARY KEY (name, chunk_id)) WITHOUT ROWID;
+    name TEXT NOT NULL, chunk_id TEXT NOT NULL, describes INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (name, chunk_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS mentions_by_chunk ON mentions (chunk_id);
 CREATE TABLE IF NOT EXISTS llm_cache (key TEXT PRIMARY KEY, answer TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS summaries (key TEXT PRIMARY KEY, text TEXT NOT NULL);

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..models import Entity, Relation
-from .codec import REL_COLUMNS, dumps, entity_row, mentioned_names, pack_records, pack_text, relation_row
+from .codec import REL_COLUMNS, dumps, entity_row, mention_rows, pack_records, pack_text, relation_row
 from .schema import WRITE_VECTOR, WRITE_VECTOR_V1
 from .store import SQLiteStore
 
@@ -50,11 +50,11 @@ def write_snapshot(
             [(c["id"], c.get("text", ""), pack_records(c.get("entities", []), c.get("relations", []))) for c in chunks],
         )
         store.executemany(
-            "INSERT OR IGNORE INTO mentions VALUES (?, ?)",
+            "INSERT OR IGNORE INTO mentions VALUES (?, ?, ?)",
             [
-                (name, c["id"])
+                (name, c["id"], describes)
                 for c in chunks
-                for name in mentioned_names(c.get("entities", []), c.get("relations", []))
+                for name, describes in mention_rows(c.get("text", ""), c.get("entities", []), c.get("relations", []))
             ],
         )
         store.executemany("INSERT OR REPLACE INTO summaries VALUES (?, ?)", list(summaries.items()))
