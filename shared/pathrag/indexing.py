@@ -307,7 +307,7 @@ class PathRAGIndex:
 
     def _stages_everything(self) -> bool:
         """Whether the graph and every vector index are kinds a commit stages (the index's own kinds)."""
-        return isinstance(self.graph, (NetworkXGraphStore, SQLiteGraphStore)) and all(
+        return isinstance(self.graph, _OWN_GRAPHS) and all(
             isinstance(index, (InMemoryVectorIndex, SQLiteVectorIndex)) for index in self.vector_indexes.values()
         )
 
@@ -421,12 +421,13 @@ class PathRAGIndex:
                 return InsertSummary(unchanged=1)
             self._check_writable()
             released = self._records.unref(document_id, old.chunks) if old is not None else set()
-            pieces = _record_pieces(content, entity_rows, relation_rows)
-            for position, (cid, piece_entities, piece_relations) in enumerate(pieces):
-                self._records.store_chunk(cid, "", piece_entities, piece_relations)
+            pieces = _record_pieces(content, len(entity_rows), len(relation_rows))
+            for position, (cid, part) in enumerate(pieces):
+                validated = (entities[part], relations[part])  # a rebuild takes them as they are
+                self._records.store_chunk(cid, "", entity_rows[part], relation_rows[part], validated=validated)
                 self._records.claim(cid, document_id, position)
                 released.discard(cid)
-            cids = [cid for cid, _, _ in pieces]
+            cids = [cid for cid, _ in pieces]
             self._records.set_document(document_id, DocumentRecord(content, cids, {"records": True}, []))
             for name, items in vector_items.items():
                 await aput_vectors(self._written_index(name), items, vectors.get(name, {}))
@@ -514,7 +515,7 @@ class PathRAGIndex:
     def _written_graph(self) -> GraphStore:
         """The graph a commit writes to: the one it owns through a stand-in holding the writes back until its
         end (another graph store is written as the commit goes: its own store decides what readers see)."""
-        if self._staged is not None and isinstance(self.graph, (NetworkXGraphStore, SQLiteGraphStore)):
+        if self._staged is not None and isinstance(self.graph, _OWN_GRAPHS):
             return self._staged.graph(self.graph)
         return self.graph
 
@@ -836,6 +837,7 @@ class PathRAGIndex:
             directed=self.config.directed_relations,
             on_phase=on_phase,
             needs_summary=self._summariser.needs_summary,
+            graph_follows_records=self._staged is not None and isinstance(self.graph, _OWN_GRAPHS),
         )
 
     async def _sync_chunk_vectors(self, added: Sequence[str], released: set[str]) -> None:
@@ -875,23 +877,20 @@ class PathRAGIndex:
         return embedder_name_of(index.embedder) if isinstance(index, InMemoryVectorIndex) else None
 
 
+_OWN_GRAPHS = (NetworkXGraphStore, SQLiteGraphStore)  # the graphs a commit stages and writes with its records
+
 RECORDS_PER_PIECE = 1000
 """Records kept together under one record chunk by :meth:`PathRAGIndex.aadd_records` (up to this many
 entities and this many relations): a later write that touches a few names decodes only the pieces that
 mention them (about 5 ms each), not every record of a bulk import (about 1.5 s per 10⁵ entities)."""
 
 
-def _record_pieces(
-    content: str, entities: list[dict[str, Any]], relations: list[dict[str, Any]]
-) -> list[tuple[str, list[dict[str, Any]], list[dict[str, Any]]]]:
-    """The record chunks of one :meth:`PathRAGIndex.aadd_records` call: ids from its content and place."""
-    count = max(1, -(-len(entities) // RECORDS_PER_PIECE), -(-len(relations) // RECORDS_PER_PIECE))
+def _record_pieces(content: str, entities: int, relations: int) -> list[tuple[str, slice]]:
+    """The record chunks of one :meth:`PathRAGIndex.aadd_records` call of ``entities`` and ``relations``
+    records: ids from its content and place, and the slice of each kind of record each one holds."""
+    count = max(1, -(-entities // RECORDS_PER_PIECE), -(-relations // RECORDS_PER_PIECE))
     step = RECORDS_PER_PIECE
     return [
-        (
-            record_chunk_id(content if count == 1 else f"{content}:{n}"),
-            entities[n * step : (n + 1) * step],
-            relations[n * step : (n + 1) * step],
-        )
+        (record_chunk_id(content if count == 1 else f"{content}:{n}"), slice(n * step, (n + 1) * step))
         for n in range(count)
     ]

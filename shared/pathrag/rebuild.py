@@ -112,16 +112,22 @@ async def rebuild(
     directed: bool = False,
     on_phase: Callable[[str], None] | None = None,
     needs_summary: Callable[[str], bool] | None = None,
+    graph_follows_records: bool = False,
 ) -> Rebuilt:
     """Recompute every entity and relation mentioned by ``chunk_ids`` from the live chunks, and write them
     (or their removal) to the graph and the two vector indexes. ``on_phase`` is told, in one line, when the
     merging (with the summaries of long descriptions) and the embedding start, with the merged counts.
     ``needs_summary`` (a description -> whether ``summarise`` may change it) spares the others a call: a
-    bulk import merges 10⁵ items per commit, nearly all of them short."""
+    bulk import merges 10⁵ items per commit, nearly all of them short. ``graph_follows_records``: the graph
+    is committed with the records (the index's own kinds), so a relation it lacks is held by no chunk the
+    change did not touch, and no such chunk is read for it."""
     described, ends, touched_relations = _touched(chunk_ids, records, directed)
     if not described and not ends:
         return Rebuilt([], [], [], [])
-    wanted, alive, unchanged = _chunks_to_read(records, described, ends, touched_relations, set(chunk_ids))
+    stored = touched_relations
+    if graph_follows_records:
+        stored = {relation_key(*pair, directed=directed) for pair in graph.get_relations(sorted(touched_relations))}
+    wanted, alive, unchanged = _chunks_to_read(records, described, ends, stored, set(chunk_ids))
     entity_records, relation_records, endpoint_chunks = _live_records(
         records, wanted, described, touched_relations, directed
     )
@@ -205,7 +211,8 @@ def _chunks_to_read(
     records: RecordTables, described: set[str], ends: set[str], keys: set[tuple[str, str]], changed: set[str]
 ) -> tuple[list[str], set[str], set[str]]:
     """The live chunks whose records a rebuild must read, in order: the changed ones, those that may
-    describe a ``described`` name, and those naming both ends of one of ``keys``. Also the names some live
+    describe a ``described`` name, and those naming both ends of one of ``keys`` (the relations that
+    chunks other than the changed ones may hold). Also the names some live
     chunk names, and those of ``ends`` that a live chunk outside ``changed`` names. A bulk import's later
     batch thereby reads none of the earlier batches' record chunks that name its entities only as
     relation ends (it read all of them, and the reading grew with every batch)."""
@@ -250,13 +257,13 @@ def _live_records(
     relation_records: dict[tuple[str, str], list[Relation]] = {}
     endpoint_chunks: dict[str, list[str]] = {}
     for chunk in records.read_chunks(cids):
-        for e in chunk.entities:
+        for n, e in enumerate(chunk.entities):
             if e["name"] in names:
-                entity_records.setdefault(e["name"], []).append(Entity.model_validate(e))
-        for r in chunk.relations:
+                entity_records.setdefault(e["name"], []).append(chunk.entity(n))
+        for n, r in enumerate(chunk.relations):
             key = relation_key(r["source"], r["target"], directed=directed)
             if key in keys:
-                relation_records.setdefault(key, []).append(Relation.model_validate(r))
+                relation_records.setdefault(key, []).append(chunk.relation(n))
             for end in (r["source"], r["target"]):
                 if end in names:
                     cited_by = endpoint_chunks.setdefault(end, [])

@@ -235,3 +235,34 @@ def test_a_later_batch_naming_earlier_entities_only_as_relation_ends_reads_none_
     assert set(read) & earlier  # describing an earlier entity reads its piece
     assert index.graph.get_entities(["E7"])["E7"].description == "Seen again. E7 of batch 0."  # "again" < "bulk:0"
     index.close()
+
+
+@pytest.mark.parametrize("in_store", [False, True])
+def test_a_new_relation_between_names_an_earlier_piece_names_reads_not_that_piece(
+    tmp_path: Path, in_store: bool
+) -> None:
+    index = PathRAGIndex(tmp_path if in_store else None, embedder=HashingEmbedder(16))
+    hub = Entity(name="H", type="hub", description="The hub.")
+    index.add_records("bulk:0", [hub], [Relation(source="A", target="B"), Relation(source="A", target="H")])
+    (earlier,) = index.documents["bulk:0"].chunks
+    read: list[str] = []
+    read_chunks = records_module.RecordTables.read_chunks
+
+    def watched(self: Any, cids: list[str]) -> Any:
+        read.extend(cids)
+        return read_chunks(self, cids)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(records_module.RecordTables, "read_chunks", watched)
+        # bulk:0 names both B and H, but holds no B-H relation: the graph has none to merge with
+        index.add_records("bulk:1", [], [Relation(source="B", target="H", weight=2.0)])
+        assert earlier not in read
+        index.add_records("bulk:2", [], [Relation(source="H", target="A", weight=5.0)])
+        assert earlier in read  # A-H is in the graph: bulk:0 holds a record of it
+    assert index.graph.get_relations([("A", "H"), ("B", "H")]) == {
+        ("A", "H"): Relation(source="A", target="H", weight=6.0),
+        ("B", "H"): Relation(source="B", target="H", weight=2.0),
+    }
+    assert index.graph.get_entities(["H"])["H"].description == "The hub."
+    assert index.check() == []
+    index.close()
