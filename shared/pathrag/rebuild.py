@@ -212,10 +212,10 @@ def _chunks_to_read(
 ) -> tuple[list[str], set[str], set[str]]:
     """The live chunks whose records a rebuild must read, in order: the changed ones, those that may
     describe a ``described`` name, and those naming both ends of one of ``keys`` (the relations that
-    chunks other than the changed ones may hold). Also the names some live
-    chunk names, and those of ``ends`` that a live chunk outside ``changed`` names. A bulk import's later
-    batch thereby reads none of the earlier batches' record chunks that name its entities only as
-    relation ends (it read all of them, and the reading grew with every batch)."""
+    chunks other than the changed ones may hold). Also the names some live chunk names, and those of
+    ``ends`` that a live chunk outside ``changed`` names. A bulk import's later batch thereby reads none of
+    the earlier batches' record chunks that name its entities only as relation ends (it read all of them,
+    and the reading grew with every batch)."""
     partners: dict[str, set[str]] = {}
     for a, b in keys:
         partners.setdefault(a, set()).add(b)

@@ -158,6 +158,19 @@ def test_a_later_write_reads_only_the_pieces_of_a_batch_that_mention_its_names(
     index.close()
 
 
+def _chunks_read(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the chunks every rebuild from now on reads, appended as they are read."""
+    read: list[str] = []
+    read_chunks = records_module.RecordTables.read_chunks
+
+    def watched(self: Any, cids: list[str]) -> Any:
+        read.extend(cids)
+        return read_chunks(self, cids)
+
+    monkeypatch.setattr(records_module.RecordTables, "read_chunks", watched)
+    return read
+
+
 def _full_merge(index: PathRAGIndex) -> tuple[dict[str, Entity], dict[tuple[str, str], Relation]]:
     """The graph merged again from every live chunk (what a rebuild of everything would write): chunks in
     the order of their first claim, a relation end cited by the chunks with text naming it."""
@@ -221,11 +234,7 @@ def test_a_later_batch_naming_earlier_entities_only_as_relation_ends_reads_none_
     index = PathRAGIndex(tmp_path / "store", embedder=HashingEmbedder(16))
     index.add_records("bulk:0", *_batch(0))
     earlier = set(index.documents["bulk:0"].chunks)
-    read: list[str] = []
-    read_chunks = records_module.RecordTables.read_chunks
-    monkeypatch.setattr(
-        records_module.RecordTables, "read_chunks", lambda self, cids: (read.extend(cids), read_chunks(self, cids))[1]
-    )
+    read = _chunks_read(monkeypatch)
     entities, relations = _batch(1)  # its relations end at batch 0's entities, never describe them
     assert {r.target for r in relations} & {e.name for e in _batch(0)[0]}
     index.add_records("bulk:1", entities, relations)
@@ -239,26 +248,18 @@ def test_a_later_batch_naming_earlier_entities_only_as_relation_ends_reads_none_
 
 @pytest.mark.parametrize("in_store", [False, True])
 def test_a_new_relation_between_names_an_earlier_piece_names_reads_not_that_piece(
-    tmp_path: Path, in_store: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_store: bool
 ) -> None:
     index = PathRAGIndex(tmp_path if in_store else None, embedder=HashingEmbedder(16))
     hub = Entity(name="H", type="hub", description="The hub.")
     index.add_records("bulk:0", [hub], [Relation(source="A", target="B"), Relation(source="A", target="H")])
     (earlier,) = index.documents["bulk:0"].chunks
-    read: list[str] = []
-    read_chunks = records_module.RecordTables.read_chunks
-
-    def watched(self: Any, cids: list[str]) -> Any:
-        read.extend(cids)
-        return read_chunks(self, cids)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(records_module.RecordTables, "read_chunks", watched)
-        # bulk:0 names both B and H, but holds no B-H relation: the graph has none to merge with
-        index.add_records("bulk:1", [], [Relation(source="B", target="H", weight=2.0)])
-        assert earlier not in read
-        index.add_records("bulk:2", [], [Relation(source="H", target="A", weight=5.0)])
-        assert earlier in read  # A-H is in the graph: bulk:0 holds a record of it
+    read = _chunks_read(monkeypatch)
+    # bulk:0 names both B and H, but holds no B-H relation: the graph has none to merge with
+    index.add_records("bulk:1", [], [Relation(source="B", target="H", weight=2.0)])
+    assert earlier not in read
+    index.add_records("bulk:2", [], [Relation(source="H", target="A", weight=5.0)])
+    assert earlier in read  # A-H is in the graph: bulk:0 holds a record of it
     assert index.graph.get_relations([("A", "H"), ("B", "H")]) == {
         ("A", "H"): Relation(source="A", target="H", weight=6.0),
         ("B", "H"): Relation(source="B", target="H", weight=2.0),
