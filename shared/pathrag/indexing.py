@@ -512,10 +512,16 @@ class PathRAGIndex:
         """
         return self._backend.read_committed(read, self.graph, self.vector_indexes)
 
+    def _graph_staged(self) -> bool:
+        """Whether the open commit stages its graph writes and applies them with its records (the index's
+        own graph kinds)."""
+        return self._staged is not None and isinstance(self.graph, _OWN_GRAPHS)
+
     def _written_graph(self) -> GraphStore:
         """The graph a commit writes to: the one it owns through a stand-in holding the writes back until its
         end (another graph store is written as the commit goes: its own store decides what readers see)."""
-        if self._staged is not None and isinstance(self.graph, _OWN_GRAPHS):
+        if self._graph_staged():
+            assert self._staged is not None
             return self._staged.graph(self.graph)
         return self.graph
 
@@ -837,7 +843,7 @@ class PathRAGIndex:
             directed=self.config.directed_relations,
             on_phase=on_phase,
             needs_summary=self._summariser.needs_summary,
-            graph_follows_records=self._staged is not None and isinstance(self.graph, _OWN_GRAPHS),
+            graph_follows_records=self._graph_staged(),
         )
 
     async def _sync_chunk_vectors(self, added: Sequence[str], released: set[str]) -> None:

@@ -22,7 +22,7 @@ from typing_extensions import override
 
 from .ids import RECORD_CHUNK_LIKE, is_record_chunk
 from .models import Entity, Relation
-from .sqlite.codec import dumps, mention_rows, mentioned_names, pack_records, pack_text, unpack_records, unpack_text
+from .sqlite.codec import dumps, mention_rows, pack_records, pack_text, unpack_records, unpack_text
 from .sqlite.store import SQLiteStore
 
 __all__ = [
@@ -87,7 +87,7 @@ class ChunkRecord:
 
     def mentioned(self) -> list[str]:
         """The entity names the chunk's records name, relation ends included (sorted, distinct)."""
-        return mentioned_names(self.entities, self.relations)
+        return [name for name, _ in self.mentions()]
 
     def mentions(self) -> list[tuple[str, int]]:
         """``(name, describes)`` of each name the chunk's records name (see

@@ -3,8 +3,6 @@ relation rows, and a JSON array as an SQL set.
 
 >>> unpack_records(pack_records([{"name": "A"}], []))
 {'entities': [{'name': 'A'}], 'relations': []}
->>> mentioned_names([{"name": "B"}], [{"source": "A", "target": "B"}])
-['A', 'B']
 >>> mention_rows("", [{"name": "B"}], [{"source": "A", "target": "B"}])
 [('A', 0), ('B', 1)]
 """
@@ -25,7 +23,6 @@ __all__ = [
     "entity_of",
     "entity_row",
     "mention_rows",
-    "mentioned_names",
     "pack_records",
     "pack_text",
     "relation_of",
@@ -46,13 +43,6 @@ def dumps(value: Any) -> str:
 def pack_records(entities: list[dict[str, Any]], relations: list[dict[str, Any]]) -> bytes:
     """A chunk's extraction records as stored: zlib-compressed JSON (their field names repeat a lot)."""
     return zlib.compress(dumps({"entities": entities, "relations": relations}).encode("utf-8"), 6)
-
-
-def mentioned_names(entities: Iterable[Mapping[str, Any]], relations: Iterable[Mapping[str, Any]]) -> list[str]:
-    """The entity names a chunk's records mention (relation ends included): its rows in ``mentions``."""
-    names = {e["name"] for e in entities}
-    names.update(n for r in relations for n in (r["source"], r["target"]))
-    return sorted(names)
 
 
 def mention_rows(
