@@ -407,27 +407,23 @@ class SQLiteBackend(IndexBackend):
         """After a commit: the vector search indexes take in its changes now, not at the next query (a
         failure here loses nothing: the commit stands, and the next query tries again).
 
-        The rows are read in the writer's thread; folding them into the saved HNSW files (the slow part,
-        C++ that releases the GIL) runs in a thread of this store's own, while the writer goes on: a bulk
-        import writes its next batch meanwhile. One fold at a time: the next commit's catch-up waits for
-        the last one first, so an import never holds more than one batch's vectors apart. A query that
-        needs an index while it folds waits for it (its lock); :meth:`close` waits for the last one."""
+        They do it in a thread of this store's own, while the writer goes on: a bulk import writes its next
+        batch meanwhile. Reading the changed rows (SQLite, GIL released while it steps) and folding them into
+        the saved HNSW files (C++ that releases the GIL) both overlap the writer's work. One at a time: the
+        next commit waits for the last one first, so an import never holds more than one batch's vectors
+        apart. A query that needs an index meanwhile waits for it (its lock); :meth:`close` waits for the
+        last one."""
         self.wait_folded()
-        for index in self._vectors:
-            try:
-                index.catch_up(fold=False)
-            except Exception as exc:
-                logger.warning("%r could not take in the last commit yet: %r", index, exc)
         if self._folder is None:
             self._folder = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="pathrag-fold")
-        self._folding = self._folder.submit(self._fold)
+        self._folding = self._folder.submit(self._take_in)
 
-    def _fold(self) -> None:
+    def _take_in(self) -> None:
         for index in self._vectors:
             try:
-                index.fold()
-            except Exception as exc:  # the changes stay apart, searched exactly, and are folded next time
-                logger.warning("%r could not save its search index: %r", index, exc)
+                index.catch_up()
+            except Exception as exc:  # the changes are taken in, or folded, next time
+                logger.warning("%r could not take in the last commit yet: %r", index, exc)
 
     def wait_folded(self) -> None:
         """Return once the folds started by this process's commits have ended."""

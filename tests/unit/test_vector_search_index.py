@@ -67,6 +67,17 @@ def test_keyed_matrix_adds_replaces_and_removes() -> None:
     assert dict(zip(keys.tolist(), matrix.tolist(), strict=True)) == {3: [0.5, 0.75], 2: [-1, 0]}
 
 
+def test_keyed_matrix_keeps_its_rows_when_room_is_reserved() -> None:
+    m = KeyedMatrix(2)
+    m.add([1], np.array([[1, 0]], dtype="<f4"))
+    m.reserve(100)
+    m.add(list(range(2, 102)), np.tile(np.array([[0, 1]], dtype="<f4"), (100, 1)))
+    m.reserve(10)  # room enough already: nothing moves
+    keys, matrix = m.items()
+    assert len(m) == 101 and keys[0] == 1 and matrix[0].tolist() == [1, 0] and matrix[1:].tolist() == [[0, 1]] * 100
+    assert m.search(np.array([1, 0], dtype="<f4"), 1) == [1]
+
+
 def test_searches_through_a_saved_index_equal_exact_search_through_writes(tmp_path: Path) -> None:
     rng = random.Random(0)
     ann, exact = pair(tmp_path)
@@ -182,6 +193,23 @@ def test_a_big_space_is_saved_in_segments_and_a_fold_rewrites_only_those_it_touc
     assert len(reopened._index.segments) == len(after) and not any(s.held for s in reopened._index.segments)
 
 
+def test_every_graph_a_writer_adds_to_is_built_with_the_build_settings(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("pathrag.sqlite.ann.SEGMENT_LIMIT", 60)
+    rng = random.Random(13)
+    ann, _ = pair(tmp_path)
+    ann.upsert(items(rng, range(70)))
+    ann.catch_up()
+    assert [s.index.connectivity for s in ann._index.segments] == [ann_module.BUILD["connectivity"]] * 2
+    ann.store.close()
+    reopened, _ = pair(tmp_path)  # memory-mapped: usearch does not save the width an add searches
+    reopened.upsert(items(rng, range(70, 110)))  # enough to fold: into the last segment, made writable
+    reopened.catch_up()
+    last = reopened._index.segments[-1]
+    assert last.held and len(last.index) == 50
+    build = ann_module.BUILD
+    assert (last.index.connectivity, last.index.expansion_add) == (build["connectivity"], build["expansion_add"])
+
+
 def test_a_reader_on_an_older_snapshot_sees_its_own_state(tmp_path: Path) -> None:
     rng = random.Random(4)
     ann, exact = pair(tmp_path)
@@ -269,6 +297,7 @@ def test_a_commit_brings_the_writers_search_indexes_up_to_date(tmp_path: Path) -
 
     index = PathRAGIndex(tmp_path, llm=ScriptedLLM(), embedder=EMBEDDER)
     index.insert([Document(id="a", text="ENTITY Mara | person | Harbour pilot.")])
+    index._backend.wait_folded()  # taken in by the store's own thread
     for name, vectors in index.vector_indexes.items():
         assert isinstance(vectors, SQLiteVectorIndex)
         ((head,),) = vectors.store.read("SELECT MAX(seq) FROM vector_log WHERE space = ?", (name,))
