@@ -197,16 +197,18 @@ def test_every_graph_a_writer_adds_to_is_built_with_the_build_settings(tmp_path:
     monkeypatch.setattr("pathrag.sqlite.ann.SEGMENT_LIMIT", 60)
     rng = random.Random(13)
     ann, _ = pair(tmp_path)
+    build = ann_module.BUILD
     ann.upsert(items(rng, range(70)))
     ann.catch_up()
-    assert [s.index.connectivity for s in ann._index.segments] == [ann_module.BUILD["connectivity"]] * 2
+    assert [len(s.index) for s in ann._index.segments] == [60, 10]
+    fresh = ann._index.segments[-1].index
+    assert (fresh.connectivity, fresh.expansion_add) == (build["connectivity"], build["expansion_add"])
     ann.store.close()
     reopened, _ = pair(tmp_path)  # memory-mapped: usearch does not save the width an add searches
     reopened.upsert(items(rng, range(70, 110)))  # enough to fold: into the last segment, made writable
     reopened.catch_up()
     last = reopened._index.segments[-1]
     assert last.held and len(last.index) == 50
-    build = ann_module.BUILD
     assert (last.index.connectivity, last.index.expansion_add) == (build["connectivity"], build["expansion_add"])
 
 
@@ -332,7 +334,12 @@ def test_a_commit_is_folded_in_the_stores_own_thread_and_close_waits_for_it(tmp_
 
     monkeypatch.setattr("pathrag.sqlite.ann.EXACT_LIMIT", 1)  # every change is worth a saved file
     folded: list[str] = []
-    fold = ann_module.SpaceIndex._fold
+    fold, catch_up = ann_module.SpaceIndex._fold, ann_module.SpaceIndex.catch_up
+    read: list[str] = []
+
+    def watched_catch_up(self: ann_module.SpaceIndex, ndim: int) -> None:
+        read.append(threading.current_thread().name)
+        catch_up(self, ndim)
 
     def slow_fold(self: ann_module.SpaceIndex) -> None:
         threading.Event().wait(0.2)  # still folding when insert returns
@@ -340,12 +347,14 @@ def test_a_commit_is_folded_in_the_stores_own_thread_and_close_waits_for_it(tmp_
         fold(self)
 
     monkeypatch.setattr(ann_module.SpaceIndex, "_fold", slow_fold)
+    monkeypatch.setattr(ann_module.SpaceIndex, "catch_up", watched_catch_up)
     index = PathRAGIndex(tmp_path, llm=ScriptedLLM(), embedder=EMBEDDER)
     text = "ENTITY Mara | person | Harbour pilot.\nLINK Mara | Saltmere | Her home port. | home | 7"
     index.insert([Document(id="a", text=text)])
     assert len(folded) < 3  # insert returned before the three spaces were folded
     index.close()
     assert len(folded) == 3 and all(name.startswith("pathrag-fold") for name in folded)
+    assert len(read) == 3 and all(name.startswith("pathrag-fold") for name in read)  # the rows read there too
     for space in ("entities", "relations", "chunks"):
         assert saved_indexes(tmp_path, space), space  # saved before close returned
 
