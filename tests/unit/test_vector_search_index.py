@@ -313,7 +313,7 @@ def test_the_log_is_never_trimmed_past_the_writers_own_index(tmp_path: Path, mon
     rng = random.Random(12)
     ann, exact = pair(tmp_path)
     ann.upsert(items(rng, range(20)))
-    ann.catch_up(fold=False)
+    ann.catch_up()
     loads = []
     load = ann_module.SpaceIndex._load
     monkeypatch.setattr(ann_module.SpaceIndex, "_load", lambda self, *a: (loads.append(a), load(self, *a))[1])
@@ -321,7 +321,7 @@ def test_the_log_is_never_trimmed_past_the_writers_own_index(tmp_path: Path, mon
         ann.upsert(items(rng, range(start, start + 15)))
     ((floor,),) = ann.store.read("SELECT value FROM meta WHERE key = ?", (ann_module.trim_key("entities"),))
     assert 0 < int(floor) <= ann._index.seq  # trimmed, but not past the writer's position
-    ann.catch_up(fold=False)
+    ann.catch_up()
     assert not loads  # replayed from the log
     asked = queries(rng)
     assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]

@@ -162,12 +162,13 @@ class SQLiteVectorIndex(VectorIndex):
         rows = self.store.read("SELECT value FROM meta WHERE key = 'dimension'")
         return int(rows[0][0]) if rows else None
 
-    def catch_up(self, *, fold: bool = True) -> None:
-        """Bring this process's search index up to the last commit now, instead of at the next query.
+    def catch_up(self) -> None:
+        """Bring this process's search index up to the last commit now, instead of at the next query, and
+        fold the changes into the saved files when they are worth it (outside any read transaction: a fold
+        can take a while, and writes go on).
 
-        A writer calls it after each commit, so that its own next read, and a bulk import's first query
-        elsewhere, find the index (and, for a big space, its saved files) ready. With ``fold=False`` the
-        changes are taken in but not folded into saved files yet (call :meth:`fold`, from any thread).
+        A writing store calls it after each commit, in a thread of its own, so that its next read, and a bulk
+        import's first query elsewhere, find the index (and, for a big space, its saved files) ready.
 
         >>> import tempfile
         >>> from pathrag import HashingEmbedder
@@ -182,12 +183,6 @@ class SQLiteVectorIndex(VectorIndex):
             if dimension is None:
                 return
             self._index.catch_up(dimension)
-        if fold:
-            self.fold()
-
-    def fold(self) -> None:
-        """Fold the changes taken in into the saved files, when they are worth it (outside any read
-        transaction: a fold can take a while, and writes go on)."""
         self._index.fold()
 
     def _search(self, vector: Sequence[float], k: int) -> list[VectorHit]:
