@@ -345,6 +345,7 @@ class SQLiteBackend(IndexBackend):
     @override
     def own_vectors(self, name: str, embedder: Embedder) -> VectorIndex:
         index = SQLiteVectorIndex(self._db, name, embedder)
+        index.keep_written()  # taken in after each commit (_catch_up): the rows need not be read back
         self._vectors.append(index)
         return index
 

@@ -210,6 +210,26 @@ def test_readers_see_the_last_commit_while_a_write_is_open(tmp_path: Path) -> No
     assert paths(reader) != before and not reader.graph.get_entities(["MARA"])
 
 
+def test_after_commit_runs_once_the_outer_transaction_commits_and_never_after_a_rollback(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path)
+    ran: list[str] = []
+    with pytest.raises(ZeroDivisionError), store.transaction():
+        store.after_commit(lambda: ran.append("lost"))
+        store.set_meta({"k": 1})
+        _ = 1 / 0
+    with store.transaction():
+        with store.transaction():  # a nested one joins the outer one
+            store.after_commit(lambda: ran.append("kept"))
+            store.set_meta({"k": 2})
+        assert ran == []  # not yet: the outer transaction has not committed
+    assert ran == ["kept"] and store.meta()["k"] == "2"
+    with store.transaction():
+        store.set_meta({"k": 3})
+    assert ran == ["kept"]  # each action runs once
+    with pytest.raises(RuntimeError, match="inside a transaction"):
+        store.after_commit(lambda: None)
+
+
 def test_check_finds_nothing_on_a_healthy_store_and_names_what_a_damaged_one_lacks(tmp_path: Path) -> None:
     index = open_index(tmp_path, ScriptedLLM())
     index.insert(DOCS)

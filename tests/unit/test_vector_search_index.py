@@ -327,6 +327,105 @@ def test_the_log_is_never_trimmed_past_the_writers_own_index(tmp_path: Path, mon
     assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
 
 
+def rows_read_back(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The keys whose rows search indexes read from the store from now on (filled as they are read)."""
+    read: list[int] = []
+    vectors = ann_module.SpaceIndex._vectors
+
+    def watched(self: ann_module.SpaceIndex, keys: list[int]) -> tuple[list[int], np.ndarray]:
+        read.extend(keys)
+        return vectors(self, keys)
+
+    monkeypatch.setattr(ann_module.SpaceIndex, "_vectors", watched)
+    return read
+
+
+def held_rows_match_the_store(index: SQLiteVectorIndex) -> int:
+    """Assert that the vectors the index holds apart are the store's rows under the same keys; how many."""
+    held = index._index.added
+    assert held is not None
+    keys, vectors = held.items()
+    stored = dict(index.store.read("SELECT rowid, vector FROM vectors WHERE space = ?", (index.space,)))
+    for key, vector in zip(keys.tolist(), vectors, strict=True):
+        assert np.array_equal(np.frombuffer(stored[key], dtype="<f4"), vector), key
+    return len(keys)
+
+
+def test_a_writer_that_keeps_its_writes_takes_them_in_without_reading_them_back(tmp_path: Path, monkeypatch) -> None:
+    rng = random.Random(13)
+    ann, exact = pair(tmp_path, limit=10**12)  # every row held apart, in the matrix the writes go to
+    ann.keep_written()
+    ann.upsert(items(rng, range(30)))
+    ann.catch_up()  # the first catch-up loads the space
+    read = rows_read_back(monkeypatch)
+    ann.upsert(items(rng, range(20, 60), " again"))  # ten replaced, thirty added
+    ann.delete(["e0"])
+    ann.catch_up()
+    assert read == [] and ann._index.written == []  # taken from memory, then let go
+    assert held_rows_match_the_store(ann) == 59
+    asked = queries(rng)
+    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+
+
+def test_a_writers_first_catch_up_replays_a_whole_log_and_reads_every_row_where_it_is_not_whole(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr("pathrag.sqlite.vectors._LOG_KEEP", 5)  # each of these writes would trim the log
+    rng = random.Random(15)
+    upgraded, _ = pair(tmp_path / "upgraded", limit=10**12)
+    upgraded.upsert(items(rng, range(10)))
+    upgraded.store.execute("DELETE FROM vector_log")  # as the upgrade to a vector log leaves older rows
+    read, batches = rows_read_back(monkeypatch), ann_module._batches
+    monkeypatch.setattr(ann_module, "_batches", lambda rows: (read.append(-1), batches(rows))[1])
+    for name, rows, reads in (("fresh", 30, 0), ("upgraded", 40, 1)):
+        ann, _ = pair(tmp_path / name, limit=10**12)
+        ann.keep_written()
+        for start in range(10, 40, 10):  # three commits before the index first loads: none may trim the log
+            ann.upsert(items(rng, range(start, start + 10)))
+        ann.catch_up()
+        assert held_rows_match_the_store(ann) == rows, name
+        assert len(read) == reads, name  # the whole space read back only where the log misses rows
+        assert ann._index.written == []
+
+
+def test_the_vectors_of_a_write_that_rolled_back_are_never_taken_in(tmp_path: Path) -> None:
+    # A rolled-back write gives its log positions back (AUTOINCREMENT is rolled back too): the next write
+    # reuses them for other vectors, so what the first one kept must never be taken for them.
+    rng = random.Random(14)
+    ann, _ = pair(tmp_path, limit=10**12)
+    ann.keep_written()
+    ann.upsert(items(rng, range(10)))
+    ann.catch_up()
+    with pytest.raises(ZeroDivisionError), ann.store.transaction():
+        ann.upsert(items(rng, range(10, 20), " lost"))
+        ((lost,),) = ann.store.wread("SELECT MAX(seq) FROM vector_log")
+        _ = 1 / 0
+    ann.upsert(items(rng, range(10, 20), " kept"))
+    ((kept,),) = ann.store.read("SELECT MAX(seq) FROM vector_log")
+    assert kept == lost  # the same positions, other vectors
+    ann.catch_up()
+    assert held_rows_match_the_store(ann) == 20
+
+
+def test_a_writing_store_hands_each_commits_vectors_to_its_search_indexes(tmp_path: Path, monkeypatch) -> None:
+    from pathrag import Document, PathRAGIndex
+
+    from ..fakes import ScriptedLLM
+
+    index = PathRAGIndex(tmp_path, llm=ScriptedLLM(), embedder=EMBEDDER)
+    index.insert([Document(id="a", text="ENTITY Mara | person | Harbour pilot.")])
+    index._backend.wait_folded()
+    read = rows_read_back(monkeypatch)
+    text = "ENTITY Mara | person | Harbour pilot of Saltmere.\nLINK Mara | Saltmere | Her home port. | home | 7"
+    index.insert([Document(id="b", text=text)])
+    index._backend.wait_folded()
+    assert read == []
+    for vector_index in index.vector_indexes.values():
+        assert isinstance(vector_index, SQLiteVectorIndex)
+        assert held_rows_match_the_store(vector_index) == len(vector_index)
+    index.close()
+
+
 def test_a_commit_is_folded_in_the_stores_own_thread_and_close_waits_for_it(tmp_path: Path, monkeypatch) -> None:
     from pathrag import Document, PathRAGIndex
 

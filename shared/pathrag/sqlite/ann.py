@@ -13,6 +13,10 @@ one takes the additions until it is full), each written aside and renamed, then 
 that are missing, older than the log reaches back, newer than the store, or disagree with it (row count,
 sampled vectors) are rebuilt.
 
+A process brings its index up to date by reading the log entries after its position (as one row: see
+:meth:`SpaceIndex._log`) and the rows they name; a writer that takes in each of its own commits right after it
+is handed the vectors it wrote instead, by the log positions that added them (:meth:`SpaceIndex.keep_written`).
+
 Keys are the ``vectors`` table's rowids. Every search re-scores its candidates exactly from the rows of the
 caller's snapshot, so its scores and ties match exact search, and a reader on an older snapshot than this
 process's index sees exactly its own state (the keys changed since are looked up in its snapshot).
@@ -121,7 +125,7 @@ class KeyedMatrix:
             self.reserve(max(len(fresh), len(self._matrix) * 3 // 2 - size, 64 - size))
         for offset, i in enumerate(fresh):
             self._row[int(keys[i])] = size + offset
-        self._matrix[size : size + len(fresh)] = vectors[fresh]
+        self._matrix[size : size + len(fresh)] = vectors if len(fresh) == len(keys) else vectors[fresh]  # no copy
         self._keys[size : size + len(fresh)] = [keys[i] for i in fresh]
 
     def reserve(self, extra: int) -> None:
@@ -231,6 +235,8 @@ class SpaceIndex:
         self.history: deque[tuple[int, int]] = deque(maxlen=_HISTORY)  # (seq, key) of recent changes
         self.history_from = -1  # history is complete for every change after this seq
         self.lock = threading.Lock()
+        self.written: list[tuple[np.ndarray, np.ndarray]] | None = None  # see keep_written
+        self._written_lock = threading.Lock()  # not self.lock: a commit must not wait for a fold
 
     # -- keeping in step --------------------------------------------------------------------------
 
@@ -266,27 +272,77 @@ class SpaceIndex:
         )
         return [r[0] for r in rows], _blobs([r[1] for r in rows])
 
-    def _replay(self, after: int, head: int) -> None:
-        last: dict[int, int] = {}
-        for seq, key, added in self.store.read(
-            "SELECT seq, key, added FROM vector_log WHERE space = ? AND seq > ? AND seq <= ? ORDER BY seq",
-            (self.space, after, head),
-        ):
-            last[key] = added
-            self.history.append((seq, key))
+    def keep_written(self) -> None:
+        """Keep the vectors this process commits (:meth:`take_written`) until the next replay, which then
+        takes them from memory instead of reading them back. For a writer whose every commit is followed by
+        a catch-up (:class:`~pathrag.backend.SQLiteBackend`), so that they are never kept for long."""
+        with self._written_lock:
+            self.written = []
+
+    def take_written(self, seqs: np.ndarray, vectors: np.ndarray) -> None:
+        """After a commit of this process: the unit ``vectors`` it wrote, by the log entries (``seqs``,
+        ascending) that added them. Kept only when asked to (:meth:`keep_written`)."""
+        with self._written_lock:
+            if self.written is not None:
+                self.written.append((seqs, vectors))
+
+    def _given(self, keys: np.ndarray, seqs: np.ndarray) -> np.ndarray:
+        """Add the rows of ``keys`` whose last change (at ``seqs``) this process wrote and kept; return
+        which were not (a log position names one write for good, whichever process reads it)."""
         assert self.added is not None
-        self.added.remove(last)
-        if self.segments and last:
-            keys = np.fromiter(last, dtype=np.uint64, count=len(last))
+        missing = np.ones(len(keys), dtype=bool)
+        with self._written_lock:
+            blocks = list(self.written or ())
+        for kept, vectors in blocks:
+            at = np.minimum(np.searchsorted(kept, seqs), len(kept) - 1)
+            hit = missing & (kept[at] == seqs)
+            if hit.any():
+                rows = at[hit]  # ascending: a slice (no copy) when they follow each other, as a bulk write's do
+                whole = rows[-1] - rows[0] + 1 == len(rows)
+                self.added.add(keys[hit].tolist(), vectors[rows[0] : rows[-1] + 1] if whole else vectors[rows])
+                missing &= ~hit
+        return missing
+
+    def _forget_written(self, head: int) -> None:
+        """Drop the kept vectors of commits up to ``head``: taken in now, or replaced since."""
+        with self._written_lock:
+            if self.written:
+                self.written = [(seqs, vectors) for seqs, vectors in self.written if seqs[-1] > head]
+
+    def _replay(self, after: int, head: int) -> None:
+        seqs, keys, added = self._log(after, head)
+        self.history.extend(zip(seqs[-_HISTORY:].tolist(), keys[-_HISTORY:].tolist(), strict=True))
+        changed, first = np.unique(keys[::-1], return_index=True)
+        last = len(keys) - 1 - first  # where each changed key's last change is
+        assert self.added is not None
+        self.added.remove(changed.tolist())
+        if self.segments and len(changed):
             for segment in self.segments:
-                self.removed.update(segment.holding(keys).tolist())
-        wanted = [key for key, added in last.items() if added]
-        self.added.reserve(len(wanted))  # a bulk commit's rows: room for all at once
-        for start in range(0, len(wanted), 4096):  # a bulk commit's vectors a batch at a time
-            found, vectors = self._vectors(wanted[start : start + 4096])
+                self.removed.update(segment.holding(changed.astype(np.uint64)).tolist())
+        wanted = added[last] == 1
+        self.added.reserve(int(wanted.sum()))  # a bulk commit's rows: room for all at once
+        unread = changed[wanted][self._given(changed[wanted], seqs[last[wanted]])].tolist()
+        for start in range(0, len(unread), 4096):  # a bulk commit's vectors a batch at a time
+            found, vectors = self._vectors(unread[start : start + 4096])
             if found:
                 self.added.add(found, vectors)
         self.seq = head
+        self._forget_written(head)
+
+    def _log(self, after: int, head: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The log entries of this space after ``after`` up to ``head``: ``seq``, ``key``, ``added``, by ``seq``.
+
+        Read as one row of JSON arrays, not a row per entry: the reader lets go of Python's lock for each row
+        it steps to, and a thread beside a busy writer then waits to get it back each time (a bulk commit's
+        log is 10^5-10^6 entries)."""
+        ((seqs, keys, added),) = self.store.read(
+            "SELECT json_group_array(seq), json_group_array(key), json_group_array(added) FROM vector_log "
+            "WHERE space = ? AND seq > ? AND seq <= ?",
+            (self.space, after, head),
+        )
+        columns = [np.array(json.loads(column), dtype=np.int64) for column in (seqs, keys, added)]
+        order = np.argsort(columns[0], kind="stable")  # an aggregate's order is not promised
+        return columns[0][order], columns[1][order], columns[2][order]
 
     def _load(self, head: int, floor: int, ndim: int) -> None:
         """Start afresh at ``head``: from the newest saved index the log reaches back to, else from SQLite."""
@@ -297,9 +353,26 @@ class SpaceIndex:
                     return
                 self.refused = max(self.refused, seq)
         self.segments, self.base_seq, self.removed, self.added = [], -1, set(), KeyedMatrix(ndim)
+        with self._written_lock:
+            kept = bool(self.written)
+        if floor == 0 and kept and self._replayed_whole(head):
+            return
         for keys, vectors in _batches(self.store.stream(_ROWS, (self.space,))):
             self.added.add(keys, vectors)
         self.seq = head
+        self._forget_written(head)
+
+    def _replayed_whole(self, head: int) -> bool:
+        """Replay a log never trimmed from its start (this process's own writes then come from memory, not
+        read back); whether that gave every row: a store upgraded to a vector log holds rows from before it."""
+        assert self.added is not None
+        self.seq = 0
+        self._replay(0, head)
+        ((count,),) = self.store.read("SELECT COUNT(*) FROM vectors WHERE space = ?", (self.space,))
+        if len(self.added) == count:
+            return True
+        self.added = KeyedMatrix(self.added.ndim)
+        return False
 
     def _open_saved(self, manifest: Path, seq: int, head: int, ndim: int) -> bool:
         """Use the segments ``manifest`` lists plus the log after them, if they agree with the store."""

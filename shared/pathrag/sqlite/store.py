@@ -25,7 +25,7 @@ import signal
 import sqlite3
 import threading
 import urllib.parse
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
@@ -96,6 +96,7 @@ class SQLiteStore:
         self._wlock = threading.RLock()
         self._rlock = threading.Lock()  # guards the list of readers only
         self._depth = 0
+        self._on_commit: list[Callable[[], object]] = []  # see after_commit
         check_wal(self.path)
         try:
             found = self._read_meta()
@@ -264,15 +265,31 @@ class SQLiteStore:
             try:
                 yield
             except BaseException:
-                self._depth = 0
+                self._depth, self._on_commit = 0, []
                 try:
                     self._w().execute("ROLLBACK")
                 except sqlite3.DatabaseError as exc:
                     self._raise_if_damaged(exc)
                     raise
                 raise
-            self._depth = 0
+            self._depth, actions, self._on_commit = 0, self._on_commit, []
             self.execute("COMMIT")
+        for action in actions:
+            action()
+
+    def after_commit(self, action: Callable[[], object]) -> None:
+        """Inside a :meth:`transaction`: call ``action`` once it has committed (never if it rolls back).
+
+        >>> import tempfile
+        >>> store = SQLiteStore(tempfile.mkdtemp())
+        >>> with store.transaction():
+        ...     store.after_commit(lambda: print("committed"))
+        ...     store.set_meta({"k": 1})
+        committed
+        """
+        if not self._depth:
+            raise RuntimeError("after_commit() is for inside a transaction")
+        self._on_commit.append(action)
 
     @property
     def in_transaction(self) -> bool:

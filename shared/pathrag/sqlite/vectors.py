@@ -98,22 +98,36 @@ class SQLiteVectorIndex(VectorIndex):
         vectors = checked_vectors(self.embedder, vectors, len(items))
         if not items:
             return
-        if len({len(v) for v in vectors}) == 1:  # normalised a matrix at a time: a few operations per 4,096
-            blobs = [
-                row.tobytes() for start in range(0, len(vectors), 4096) for row in _units(vectors[start : start + 4096])
-            ]
-        else:  # refused below, with the dimensions found
-            blobs = [_units([v]).tobytes() for v in vectors]
+        found = {len(v) for v in vectors}
+        units = None  # normalised a matrix at a time: a few operations per 4,096 rows
+        if len(found) == 1:
+            units = np.concatenate([_units(vectors[at : at + 4096]) for at in range(0, len(vectors), 4096)])
         with self.store.transaction():
-            self.store.check_dimension(len(vectors[0]), {len(b) // 4 for b in blobs})
+            self.store.check_dimension(len(vectors[0]), found)  # refuses several dimensions
+            assert units is not None
+            ((before,),) = self.store.wread("SELECT COALESCE(MAX(seq), 0) FROM vector_log")
             self.store.executemany(
                 WRITE_VECTOR if self.store.format_version >= 2 else WRITE_VECTOR_V1,
                 [
-                    (self.space, item.id, item.text, dumps(dict(item.metadata)), blob)
-                    for item, blob in zip(items, blobs, strict=True)
+                    (self.space, item.id, item.text, dumps(dict(item.metadata)), row.tobytes())
+                    for item, row in zip(items, units, strict=True)
                 ],
             )
+            if self._index.written is not None:
+                self._hand_over(before, units)
             self._trim_log()
+
+    def _hand_over(self, before: int, units: np.ndarray) -> None:
+        """Inside the write of ``units``: once it commits, give them to this process's search index by the
+        log entries that added them (one per row, in order: the log's insert trigger), which it then need
+        not read back."""
+        ((added,),) = self.store.wread(
+            "SELECT json_group_array(seq) FROM vector_log WHERE space = ? AND seq > ? AND added = 1",
+            (self.space, before),
+        )
+        seqs = np.sort(np.array(json.loads(added), dtype=np.int64))
+        if len(seqs) == len(units):
+            self.store.after_commit(lambda: self._index.take_written(seqs, units))
 
     @override
     def upsert(self, items: Sequence[VectorItem]) -> None:
@@ -146,7 +160,9 @@ class SQLiteVectorIndex(VectorIndex):
     def _trim_log(self) -> None:
         """Inside a write: drop the log entries no process needs any more. With a saved index, those it
         already holds; without one, all but the last few thousand (a process further behind reloads);
-        never those after this process's own index, which goes on from there."""
+        never those after this process's own index, which goes on from there, nor any while that index is
+        yet to load and keeps this process's writes (it then replays the whole log, see
+        :meth:`~pathrag.sqlite.ann.SpaceIndex.keep_written`)."""
         ((low, high),) = self.store.wread("SELECT MIN(seq), MAX(seq) FROM vector_log WHERE space = ?", (self.space,))
         if low is None or high - low < 2 * _LOG_KEEP:
             return
@@ -154,6 +170,8 @@ class SQLiteVectorIndex(VectorIndex):
         bound = saved[0][0] if saved else high - _LOG_KEEP
         if self._index.seq >= 0:  # this process's own index goes on from there (its fold may be running)
             bound = min(bound, self._index.seq)
+        elif self._index.written is not None:  # it loads after this commit, from the whole log and memory
+            return
         if bound >= low:
             self.store.execute("DELETE FROM vector_log WHERE space = ? AND seq <= ?", (self.space, bound))
             self.store.set_meta({trim_key(self.space): bound})
@@ -161,6 +179,11 @@ class SQLiteVectorIndex(VectorIndex):
     def _dimension(self) -> int | None:
         rows = self.store.read("SELECT value FROM meta WHERE key = 'dimension'")
         return int(rows[0][0]) if rows else None
+
+    def keep_written(self) -> None:
+        """Hand the vectors this process writes to its search index at each commit, instead of it reading
+        them back at the next :meth:`catch_up` or query; for a writer that catches up after every commit."""
+        self._index.keep_written()
 
     def catch_up(self) -> None:
         """Bring this process's search index up to the last commit now, instead of at the next query, and
