@@ -182,7 +182,18 @@ class SQLiteVectorIndex(VectorIndex):
 
     def keep_written(self) -> None:
         """Hand the vectors this process writes to its search index at each commit, instead of it reading
-        them back at the next :meth:`catch_up` or query; for a writer that catches up after every commit."""
+        them back at the next :meth:`catch_up` or query; for a writer that catches up after every commit
+        (they are held until then).
+
+        >>> import tempfile
+        >>> from pathrag import HashingEmbedder
+        >>> from pathrag.vectors import VectorItem
+        >>> index = SQLiteVectorIndex(SQLiteStore(tempfile.mkdtemp()), "entities", HashingEmbedder(8))
+        >>> index.keep_written()
+        >>> index.upsert([VectorItem("a", "harbour pilot", {})]); index.catch_up()
+        >>> [hit.id for hit in index.query("pilot", 1)]
+        ['a']
+        """
         self._index.keep_written()
 
     def catch_up(self) -> None:
