@@ -210,7 +210,9 @@ def test_readers_see_the_last_commit_while_a_write_is_open(tmp_path: Path) -> No
     assert paths(reader) != before and not reader.graph.get_entities(["MARA"])
 
 
-def test_after_commit_runs_once_the_outer_transaction_commits_and_never_after_a_rollback(tmp_path: Path) -> None:
+def test_after_commit_runs_once_the_outer_transaction_commits_and_never_after_a_rollback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     store = SQLiteStore(tmp_path)
     ran: list[str] = []
     with pytest.raises(ZeroDivisionError), store.transaction():
@@ -224,8 +226,11 @@ def test_after_commit_runs_once_the_outer_transaction_commits_and_never_after_a_
         assert ran == []  # not yet: the outer transaction has not committed
     assert ran == ["kept"] and store.meta()["k"] == "2"
     with store.transaction():
+        store.after_commit(lambda: 1 / 0)  # logged: the commit stands
+        store.after_commit(lambda: ran.append("after a failed one"))
         store.set_meta({"k": 3})
-    assert ran == ["kept"]  # each action runs once
+    assert ran == ["kept", "after a failed one"] and store.meta()["k"] == "3"  # each action runs once
+    assert "ZeroDivisionError" in caplog.text
     with pytest.raises(RuntimeError, match="inside a transaction"):
         store.after_commit(lambda: None)
 

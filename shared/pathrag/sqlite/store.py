@@ -275,10 +275,14 @@ class SQLiteStore:
             self._depth, actions, self._on_commit = 0, self._on_commit, []
             self.execute("COMMIT")
         for action in actions:
-            action()
+            try:
+                action()
+            except Exception as exc:  # the commit stands: its caller must not take it for a failed one
+                logger.warning("an action after a commit to %s failed: %r", self.path, exc)
 
     def after_commit(self, action: Callable[[], object]) -> None:
-        """Inside a :meth:`transaction`: call ``action`` once it has committed (never if it rolls back).
+        """Inside a :meth:`transaction`: call ``action`` once it has committed (never if it rolls back). An
+        action that raises is logged, not raised: the commit stands, and its caller must not take it for failed.
 
         >>> import tempfile
         >>> store = SQLiteStore(tempfile.mkdtemp())
