@@ -105,7 +105,8 @@ class SQLiteVectorIndex(VectorIndex):
         with self.store.transaction():
             self.store.check_dimension(len(vectors[0]), found)  # refuses several dimensions
             assert units is not None
-            ((before,),) = self.store.wread("SELECT COALESCE(MAX(seq), 0) FROM vector_log")
+            handing = self._index.written is not None  # see keep_written
+            before = self.store.wread("SELECT COALESCE(MAX(seq), 0) FROM vector_log")[0][0] if handing else 0
             self.store.executemany(
                 WRITE_VECTOR if self.store.format_version >= 2 else WRITE_VECTOR_V1,
                 [
@@ -113,7 +114,7 @@ class SQLiteVectorIndex(VectorIndex):
                     for item, row in zip(items, units, strict=True)
                 ],
             )
-            if self._index.written is not None:
+            if handing:
                 self._hand_over(before, units)
             self._trim_log()
 
