@@ -409,8 +409,9 @@ class SQLiteBackend(IndexBackend):
         failure here loses nothing: the commit stands, and the next query tries again).
 
         They do it in a thread of this store's own, while the writer goes on: a bulk import writes its next
-        batch meanwhile. Reading the changed rows (SQLite, GIL released while it steps) and folding them into
-        the saved HNSW files (C++ that releases the GIL) both overlap the writer's work. One at a time: the
+        batch meanwhile. Taking in the changed rows (their vectors handed over by the writer at the commit, not
+        read back: see ``keep_written`` in :meth:`own_vectors`) and folding them into the saved HNSW files (C++
+        that releases the GIL) overlap the writer's work. One at a time: the
         next commit waits for the last one first, so an import never holds more than one batch's vectors
         apart. A query that needs an index meanwhile waits for it (its lock); :meth:`close` waits for the
         last one."""

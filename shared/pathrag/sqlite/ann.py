@@ -320,8 +320,9 @@ class SpaceIndex:
             for segment in self.segments:
                 self.removed.update(segment.holding(changed.astype(np.uint64)).tolist())
         wanted = added[last] == 1
-        self.added.reserve(int(wanted.sum()))  # a bulk commit's rows: room for all at once
-        unread = changed[wanted][self._given(changed[wanted], seqs[last[wanted]])].tolist()
+        present = changed[wanted]  # the keys whose last change added a row
+        self.added.reserve(len(present))  # a bulk commit's rows: room for all at once
+        unread = present[self._given(present, seqs[last[wanted]])].tolist()
         for start in range(0, len(unread), 4096):  # a bulk commit's vectors a batch at a time
             found, vectors = self._vectors(unread[start : start + 4096])
             if found:
