@@ -193,6 +193,20 @@ def test_a_big_space_is_saved_in_segments_and_a_fold_rewrites_only_those_it_touc
     assert len(reopened._index.segments) == len(after) and not any(s.held for s in reopened._index.segments)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_walks_segments_with_threads_of_its_own() -> None:
+    assert list(ann_module._searchers().map(abs, [-1, -2])) == [1, 2]  # the parent's threads are running
+    pid = os.fork()
+    if pid == 0:  # the child: threads inherited from the parent are gone, and work given them never runs
+        code = 1
+        try:
+            code = 0 if ann_module._searchers().submit(abs, -3).result(timeout=10) == 3 else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_every_graph_a_writer_adds_to_is_built_with_the_build_settings(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr("pathrag.sqlite.ann.SEGMENT_LIMIT", 60)
     rng = random.Random(13)

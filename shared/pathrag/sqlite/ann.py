@@ -33,6 +33,7 @@ import re
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,6 @@ __all__ = [
     "EXACT_LIMIT",
     "FOLD_LIMIT",
     "SEGMENT_LIMIT",
-    "WALK",
     "KeyedMatrix",
     "SpaceIndex",
     "saved_indexes",
@@ -63,11 +63,17 @@ FOLD_LIMIT = 1 << 21
 """Fold the changes held beside a saved index into a new one once they hold this many float32 numbers
 (8 MB: searching them exactly then adds about a millisecond to a search)."""
 
-SEGMENT_LIMIT = 1 << 18
+SEGMENT_LIMIT = 1 << 17
 """Vectors in one saved HNSW graph; a bigger space is saved as several. Adding to a graph costs more the
 bigger it is (384-d int8 on 2 cores: 12,000 vectors a second into the first 200,000, 4,900 a second at
 800,000), and a fold rewrites the segments it touches, not the whole space, so a writer holds one segment in
-memory, not every vector. A search walks every segment: about a millisecond each."""
+memory, not every vector. A search walks every segment, on every core (:func:`_searchers`), and a small
+graph is walked more accurately than a big one. Measured by ``benchmarks/hnsw_segments.py`` (2^19 clustered
+vectors, 384-d, 2 cores): split into segments of 2^17 rather than 2^18, they were added 1.26x as fast
+(15,500 a second against 12,300), and walked as :func:`_walk` does, recall@10 rose from 0.88 to 0.97 while a
+search for 500 hits took 6.9 ms instead of 4.8 (one segment after the other). At 10^6 entities
+(vector_scale.py) the import took 558 s instead of 599-620, and a retrieval 65 ms (68-69 before).
+"""
 
 BUILD = {"connectivity": 16, "expansion_add": 96}
 """How the HNSW graphs are built: each added vector links to up to 16 neighbours, found by a search 96 wide
@@ -76,13 +82,9 @@ big import goes (the writer's fold thread is its bottleneck), so the build is na
 searches' re-scoring of their candidates from the rows keeps recall@10 above 0.98. Measured on one segment of
 2^18 clustered relation vectors, 384-d, recall@10 after re-scoring and adds a second on 2 cores, walked twice the
 hits: 16 / 128 0.924 at 9,500; 16 / 96 0.897 at 12,500; 24 / 64 0.828 at 16,500. Through the store at 10^6
-entities (vector_scale.py), 16 / 96 gave 0.9905 / 0.9985 / 0.998 (entities / relations / passages; 0.999 each at
-16 / 128) and an import 1.3x faster in its HNSW part; 24 / 64, even walked four times the hits, 0.9795 on the
-entities. A wider walk (:data:`WALK`) gets recall back, but costs more than it looks: at 10^6, 4 instead of 2
-took a retrieval from 68 to 95 ms."""
-
-WALK = 2
-"""A search walks each graph this many times as wide as the hits it must return (see :data:`BUILD`)."""
+entities (vector_scale.py, segments of 2^18), 16 / 96 gave 0.9905 / 0.9985 / 0.998 (entities / relations /
+passages; 0.999 each at 16 / 128) and an import 1.3x faster in its HNSW part; 24 / 64, even walked four times
+the hits, 0.9795 on the entities."""
 
 BRUTE_FORCE = False
 """Search saved indexes by comparing every vector instead of walking their graph: the answers then do not
@@ -170,6 +172,17 @@ class KeyedMatrix:
         # every key tied with the k-th best too: the caller breaks ties by id, not by matrix position
         best: list[int] = keys[scores >= kth - 1e-6].tolist()
         return best
+
+
+@functools.cache
+def _searchers() -> ThreadPoolExecutor:
+    """This process's threads that walk a space's segments side by side: usearch lets go of the GIL while
+    it walks, so one search gets every core (at 10^6 entities, 16 relation segments took a retrieval's
+    walks from 37 to 22-25 ms on 2 cores)."""
+    return ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="pathrag-search")
+
+
+os.register_at_fork(after_in_child=_searchers.cache_clear)  # a forked child has none of its parent's threads
 
 
 @functools.cache  # asked on every search of a big space: tried, and logged, once per process
@@ -518,12 +531,15 @@ class SpaceIndex:
         # (vector_scale.py): in one graph of 10^6 entities, k + 30 + k/4 held 98.3 % of the exact top 10
         # (relations, 2x10^6: 94 %), k + 70 + k/4 with a walk at least 512 wide 99.5 % and 98 %; in segments
         # of 2^18, k + 70 + k/4 with a walk twice as wide holds 99.6-99.95 %, at a third of the time (graphs
-        # built as BUILD says: 99.05-99.85 %).
+        # built as BUILD says: 99.05-99.85 %; in segments of 2^17, walked as _walk does, 99.65-99.9 %).
         # Taken from all segments together by their int8 distance (comparable across segments), so that
         # a space in several segments costs no more rows to re-score than one in a single graph.
-        wanted = k + 70 + k // 4
-        hits = sorted(hit for segment in self.segments for hit in _walk(segment.index, query, k, wanted, skip))
-        return found | {key for _, key in hits[:wanted]}
+        margin = 70 + k // 4
+        walks = (_searchers().map if len(self.segments) > 1 else map)(
+            lambda segment: _walk(segment.index, query, k, margin, skip), self.segments
+        )
+        hits = sorted(hit for walked in walks for hit in walked)
+        return found | {key for _, key in hits[: k + margin]}
 
     def candidates(self, query: np.ndarray, k: int) -> list[int]:
         """Keys worth scoring exactly for the ``k`` best hits of the caller's snapshot (a superset of
@@ -539,12 +555,19 @@ class SpaceIndex:
         return [key for key, _ in self.store.stream("SELECT rowid, 0 FROM vectors WHERE space = ?", (self.space,))]
 
 
-def _walk(index: Any, query: np.ndarray, k: int, wanted: int, skip: set[int]) -> list[tuple[float, int]]:
-    """Up to ``wanted`` ``(distance, key)`` of one HNSW graph's nearest vectors other than ``skip``, as its
-    search finds them, asking for more while skipped keys leave fewer than ``k``."""
-    count = wanted
+def _walk(index: Any, query: np.ndarray, k: int, margin: int, skip: set[int]) -> list[tuple[float, int]]:
+    """Up to ``k + margin`` ``(distance, key)`` of one HNSW graph's nearest vectors other than ``skip``, as its
+    search finds them, asking for more while skipped keys leave fewer than ``k``.
+
+    The walk is ``margin`` wider than the hits it asks for: the margin that the candidates get for the int8
+    rounding, the walk gets again for its own misses. Measured by ``benchmarks/hnsw_segments.py`` in segments
+    of 2^17: for 10 hits, recall@10 0.92 walked as wide as the candidates, 0.97 with the margin again, 0.98
+    twice as wide; for 500, 0.998 each, but twice as wide took 1.5x as long as the margin again (the 500
+    relations that a retrieval's key paths start from are its biggest search).
+    """
+    wanted = count = k + margin
     while True:
-        index.expansion_search = WALK * count  # see BUILD
+        index.expansion_search = count + margin
         found = index.search(query, count, exact=BRUTE_FORCE)
         hits = [(float(d), int(key)) for d, key in zip(found.distances, found.keys, strict=True)]
         kept = [hit for hit in hits if hit[1] not in skip]
