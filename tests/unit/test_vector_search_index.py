@@ -8,6 +8,8 @@ import os
 import random
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -549,3 +551,15 @@ def test_a_kill_while_a_fold_writes_its_files_leaves_indexes_that_answer_as_the_
     on_disk = {p.name for p in tmp_path.glob("*pathrag-entities.*")}
     assert on_disk == {manifest.name, *json.loads(manifest.read_text())}
     assert [hits(reopened, q) for q in asked] == [hits(exact, q) for q in asked]
+
+
+def test_the_segment_benchmark_runs_and_reports_every_split_width_and_k() -> None:
+    script = Path(__file__).parents[2] / "benchmarks" / "hnsw_segments.py"
+    args = ["--vectors", "2048", "--segments", "1,2", "--queries", "5"]
+    out = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, check=True).stdout
+    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    widths = ("k + m", "k + 2m", "2(k + m)")
+    assert [(r[0].strip(), r[3].strip(), r[4].strip()) for r in rows] == [
+        (segments, width, k) for segments in ("1", "2") for width in widths for k in ("10", "500")
+    ]
+    assert all(0.9 <= float(r[6]) <= 1.0 for r in rows)  # 2,048 vectors: every walk finds nearly all
