@@ -20,7 +20,7 @@ import time
 import numpy as np
 from vector_scale import TOPICS, TopicEmbedder
 
-from pathrag.sqlite.ann import BUILD
+from pathrag.sqlite.ann import BUILD, METRIC
 
 WIDTHS = {  # how wide each segment is walked, for k hits and the store's margin m = 70 + k/4
     "k + m": lambda k, m: k + m,  # as wide as the candidates asked for
@@ -42,6 +42,7 @@ def main() -> None:
     parser.add_argument("--dims", type=int, default=384)
     parser.add_argument("--segments", default="2,4", help="splits to compare, comma separated")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--metrics", default=METRIC, help="usearch metrics to compare, comma separated (cos,ip)")
     args = parser.parse_args()
     from usearch.index import Index
 
@@ -53,14 +54,15 @@ def main() -> None:
     queries /= np.linalg.norm(queries, axis=1, keepdims=True)
     exact = {k: np.argsort(-(queries @ vectors.T), axis=1)[:, :k] for k in (10, 500)}
     print(f"{len(vectors):,} vectors x {args.dims}, {os.cpu_count()} cores, build {BUILD}\n")
-    print("| segments | vectors each | add | walk | k | search per query | recall@k |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for count in (int(s) for s in args.segments.split(",")):
+    print("| metric | segments | vectors each | add | walk | k | search per query | recall@k |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    splits = [(metric, int(s)) for metric in args.metrics.split(",") for s in args.segments.split(",")]
+    for metric, count in splits:
         parts = np.array_split(np.arange(len(vectors)), count)
         started = time.perf_counter()
         graphs = []
         for rows in parts:
-            graph = Index(ndim=args.dims, metric="cos", dtype="i8", **BUILD)
+            graph = Index(ndim=args.dims, metric=metric, dtype="i8", **BUILD)
             graph.add(keys[rows], vectors[rows], threads=os.cpu_count() or 1)
             graphs.append(graph)
         rate = len(vectors) / (time.perf_counter() - started)
@@ -81,7 +83,7 @@ def main() -> None:
                     best = candidates[np.argsort(-(vectors[candidates] @ query))[:k]]
                     found += len(set(best.tolist()) & set(truth.tolist()))
                 print(
-                    f"| {count} | {len(parts[0]):,} | {rate:,.0f}/s | {walk} | {k} | "
+                    f"| {metric} | {count} | {len(parts[0]):,} | {rate:,.0f}/s | {walk} | {k} | "
                     f"{seconds / len(queries) * 1000:.2f} ms | {found / (k * len(queries)):.4f} |"
                 )
 

@@ -23,6 +23,9 @@ from pathrag.sqlite.ann import KeyedMatrix, saved_indexes
 from pathrag.vectors import VectorItem
 
 pytest.importorskip("usearch")
+from usearch.index import Index, MetricKind  # noqa: E402
+
+METRICS = {"ip": MetricKind.IP, "cos": MetricKind.Cos}
 
 WORDS = [f"w{i}" for i in range(300)]
 EMBEDDER = HashingEmbedder(64)
@@ -226,6 +229,50 @@ def test_every_graph_a_writer_adds_to_is_built_with_the_build_settings(tmp_path:
     last = reopened._index.segments[-1]
     assert last.held and len(last.index) == 50
     assert (last.index.connectivity, last.index.expansion_add) == (build["connectivity"], build["expansion_add"])
+
+
+def test_a_new_spaces_graphs_compare_by_the_metric_and_a_saved_space_keeps_its_own(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("pathrag.sqlite.ann.SEGMENT_LIMIT", 60)
+    rng = random.Random(17)
+    asked = queries(rng)
+    for metric, given in (("ip", None), ("cos", "cos")):  # given: what the space's saved segments were built with
+        ann, exact = pair(tmp_path / metric)
+        if given:
+            monkeypatch.setattr("pathrag.sqlite.ann.METRIC", given)
+        ann.upsert(items(rng, range(70)))
+        ann.catch_up()
+        monkeypatch.setattr("pathrag.sqlite.ann.METRIC", "ip")  # what this version gives a new space
+        ann.store.close()
+        reopened, exact = pair(tmp_path / metric)
+        reopened.upsert(items(rng, range(70, 160)))  # fills the last segment and starts a new one
+        reopened.catch_up()
+        segments = reopened._index.segments
+        assert len(segments) == 3 and {s.index.metric for s in segments} == {METRICS[metric]}
+        assert [hits(reopened, q) for q in asked] == [hits(exact, q) for q in asked]
+
+
+def test_a_saved_space_whose_segments_mix_metrics_is_rebuilt(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("pathrag.sqlite.ann.SEGMENT_LIMIT", 60)
+    rng = random.Random(18)
+    ann, _ = pair(tmp_path)
+    ann.upsert(items(rng, range(70)))
+    ann.catch_up()
+    ann.store.close()
+    (seq, _), first = saved_indexes(tmp_path, "entities")[0], ann._index.segments[0].path
+    assert first is not None
+    saved = Index.restore(str(first))
+    keys = np.asarray(saved.keys, dtype=np.uint64)
+    mixed = Index(ndim=EMBEDDER.dimensions, metric="cos", dtype="i8")  # the same vectors, compared otherwise
+    mixed.add(keys, np.asarray(saved.get(keys, dtype="f32"), dtype="<f4"))
+    mixed.save(str(first))
+    reopened, exact = pair(tmp_path)
+    asked = queries(rng)
+    assert [hits(reopened, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert reopened._index.refused == seq  # not trusted: rebuilt from the rows, in one metric
+    assert {s.index.metric for s in reopened._index.segments} == {METRICS["ip"]}
+    reopened.store.close()
+    again, _ = pair(tmp_path)
+    assert [hits(again, q) for q in asked] == [hits(exact, q) for q in asked] and again._index.refused == -1
 
 
 def test_a_reader_on_an_older_snapshot_sees_its_own_state(tmp_path: Path) -> None:
@@ -553,13 +600,18 @@ def test_a_kill_while_a_fold_writes_its_files_leaves_indexes_that_answer_as_the_
     assert [hits(reopened, q) for q in asked] == [hits(exact, q) for q in asked]
 
 
-def test_the_segment_benchmark_runs_and_reports_every_split_width_and_k() -> None:
+def test_the_segment_benchmark_runs_and_reports_every_metric_split_width_and_k() -> None:
     script = Path(__file__).parents[2] / "benchmarks" / "hnsw_segments.py"
-    args = ["--vectors", "2048", "--segments", "1,2", "--queries", "5"]
+    args = ["--vectors", "2048", "--segments", "1,2", "--queries", "5", "--metrics", "cos,ip"]
     out = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, check=True).stdout
-    rows = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    cells = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| ")]
+    rows = [row for row in cells if row[1].strip().isdigit()]  # the header's second cell is "segments"
     widths = ("k + m", "k + 2m", "2(k + m)")
-    assert [(r[0].strip(), r[3].strip(), r[4].strip()) for r in rows] == [
-        (segments, width, k) for segments in ("1", "2") for width in widths for k in ("10", "500")
+    assert [(r[0].strip(), r[1].strip(), r[4].strip(), r[5].strip()) for r in rows] == [
+        (metric, segments, width, k)
+        for metric in ("cos", "ip")
+        for segments in ("1", "2")
+        for width in widths
+        for k in ("10", "500")
     ]
-    assert all(0.9 <= float(r[6]) <= 1.0 for r in rows)  # 2,048 vectors: every walk finds nearly all
+    assert all(0.9 <= float(r[7]) <= 1.0 for r in rows)  # 2,048 vectors: every walk finds nearly all
