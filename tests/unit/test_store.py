@@ -17,6 +17,7 @@ import pathrag.sqlite.store
 from pathrag import Document, Entity, HashingEmbedder, IndexConfig, PathRAGIndex, Relation
 from pathrag.errors import StoreDamaged
 from pathrag.sqlite import FORMAT_VERSION, STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, read_store_info
+from pathrag.vectors import VectorItem
 
 from ..fakes import ScriptedLLM
 
@@ -233,6 +234,54 @@ def test_after_commit_runs_once_the_outer_transaction_commits_and_never_after_a_
     assert "ZeroDivisionError" in caplog.text
     with pytest.raises(RuntimeError, match="inside a transaction"):
         store.after_commit(lambda: None)
+
+
+def _into(sql: str) -> str:
+    words = sql.split()
+    return " ".join(words[: words.index("INTO") + 2]) if "INTO" in words else " ".join(words[:2])
+
+
+class _Recording:
+    """A connection that notes the statements run through it: (how, the statement's words up to the table
+    it inserts into, how many rows)."""
+
+    def __init__(self, conn: sqlite3.Connection, ran: list[tuple[str, str, int]]) -> None:
+        self._conn, self._ran = conn, ran
+
+    def execute(self, sql: str, params=()):  # type: ignore[no-untyped-def]
+        self._ran.append(("execute", _into(sql), 1))
+        return self._conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows):  # type: ignore[no-untyped-def]
+        rows = list(rows)
+        self._ran.append(("executemany", _into(sql), len(rows)))
+        return self._conn.executemany(sql, rows)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self._conn, name)
+
+
+def test_a_bulk_write_runs_one_statement_per_staged_batch_of_rows_in_their_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Run once per row, a statement that fires triggers made SQLite copy the pages it changes for each row
+    # (see SQLiteStore.insert_rows): the bulk writes of vectors and relations must run once per batch.
+    monkeypatch.setattr(pathrag.sqlite.store, "STAGED_ROWS", 4)
+    store = SQLiteStore(tmp_path)
+    ran: list[tuple[str, str, int]] = []
+    store._writer = _Recording(store._w(), ran)  # type: ignore[assignment]
+    vectors = SQLiteVectorIndex(store, "entities", HashingEmbedder(8))
+    vectors.upsert([VectorItem(f"v{i}", f"text {i}") for i in range(10)])
+    graph = SQLiteGraphStore(store)
+    graph.upsert_relations([Relation(source=f"A{i}", target=f"B{i}") for i in range(9)])
+    into = {(how, words) for how, words, _ in ran if words.endswith((" vectors", " relations"))}
+    assert into == {("execute", "INSERT OR REPLACE INTO vectors"), ("execute", "INSERT INTO relations")}
+    assert [words for _, words, _ in ran].count("INSERT OR REPLACE INTO vectors") == 3  # 10 rows, 4 at a time
+    assert [words for _, words, _ in ran].count("INSERT INTO relations") == 3
+    logged = store.read("SELECT v.id FROM vector_log l JOIN vectors v ON v.rowid = l.key ORDER BY l.seq")
+    assert [row[0] for row in logged] == [f"v{i}" for i in range(10)]  # written in the order given
+    assert [(r.source, r.target) for r in graph.iter_relations()] == [(f"A{i}", f"B{i}") for i in range(9)]
+    store.close()
 
 
 def test_check_finds_nothing_on_a_healthy_store_and_names_what_a_damaged_one_lacks(tmp_path: Path) -> None:

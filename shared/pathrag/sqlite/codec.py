@@ -19,6 +19,7 @@ from ..models import Entity, Relation
 __all__ = [
     "IN_JSON",
     "REL_COLUMNS",
+    "REL_FIELDS",
     "dumps",
     "entity_of",
     "entity_row",
@@ -102,4 +103,5 @@ def relation_of(row: Sequence[Any]) -> Relation:
     )
 
 
-REL_COLUMNS = "source, target, description, keywords, weight, source_ids"
+REL_FIELDS = ("source", "target", "description", "keywords", "weight", "source_ids")
+REL_COLUMNS = ", ".join(REL_FIELDS)

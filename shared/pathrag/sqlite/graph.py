@@ -11,7 +11,7 @@ from typing_extensions import override
 from ..graph import BaseGraphStore, Merge, Neighborhood, stored_pair
 from ..models import Entity, Relation
 from ..names import check_name
-from .codec import IN_JSON, REL_COLUMNS, dumps, entity_of, entity_row, relation_of, relation_row
+from .codec import IN_JSON, REL_COLUMNS, REL_FIELDS, dumps, entity_of, entity_row, relation_of, relation_row
 from .store import SQLiteStore
 
 __all__ = ["SQLiteGraphStore"]
@@ -163,7 +163,7 @@ class SQLiteGraphStore(BaseGraphStore):
         if not self.directed_relations:
             wanted += [[t, s] for s, t in pairs]
         sql = (
-            f"SELECT {', '.join('r.' + c.strip() for c in REL_COLUMNS.split(','))} FROM json_each(?) j "
+            f"SELECT {', '.join('r.' + c for c in REL_FIELDS)} FROM json_each(?) j "
             "JOIN relations r ON r.source = json_extract(j.value, '$[0]') AND r.target = json_extract(j.value, '$[1]')"
         )
         rows = (self.store.wread if writer else self.store.read)(sql, (dumps(wanted),))
@@ -250,10 +250,11 @@ class SQLiteGraphStore(BaseGraphStore):
             ends = dict.fromkeys(n for r in written.values() for n in r.pair)
             self.store.executemany("INSERT OR IGNORE INTO entities VALUES (?, '', '', '[]')", [(n,) for n in ends])
             self.store.executemany("DELETE FROM relations WHERE source = ? AND target = ?", list(removed))
-            self.store.executemany(
-                f"INSERT INTO relations ({REL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (source, target) "
-                "DO UPDATE SET description = excluded.description, keywords = excluded.keywords, "
-                "weight = excluded.weight, source_ids = excluded.source_ids",
+            self.store.insert_rows(  # "WHERE true": an upsert's SELECT needs one to parse
+                f"INSERT INTO relations ({REL_COLUMNS}) SELECT {REL_COLUMNS} FROM {{rows}} WHERE true ORDER BY rowid "
+                "ON CONFLICT (source, target) DO UPDATE SET description = excluded.description, "
+                "keywords = excluded.keywords, weight = excluded.weight, source_ids = excluded.source_ids",
+                REL_FIELDS,
                 [relation_row(r) for r in written.values()],
             )
 

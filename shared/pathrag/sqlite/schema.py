@@ -26,8 +26,9 @@ __all__ = [
     "STORED_TEXT",
     "VECTOR_TRIGGERS",
     "STORE_FILE",
-    "WRITE_VECTOR",
-    "WRITE_VECTOR_V1",
+    "VECTOR_COLUMNS",
+    "WRITE_VECTORS",
+    "WRITE_VECTORS_V1",
 ]
 
 STORE_FILE = "pathrag.sqlite"
@@ -106,9 +107,13 @@ SCHEMA_VECTORS = next(part.strip() + ";" for part in SCHEMA.split(";") if "TABLE
 # The text a vector row keeps: none when a chunk with the same id holds it (chunk ids hash their text),
 # and, reading, the row's own text or else that chunk's. Both expect the vector row as ``v``.
 STORED_TEXT = "CASE WHEN v.text = (SELECT c.text FROM chunks c WHERE c.id = v.id) THEN NULL ELSE v.text END"
-WRITE_VECTOR = (
+# A vector write (see SQLiteStore.insert_rows): its rows as VECTOR_COLUMNS, in order.
+VECTOR_COLUMNS = ("space", "id", "text", "metadata", "vector")
+WRITE_VECTORS = (
     f"INSERT OR REPLACE INTO vectors SELECT v.space, v.id, {STORED_TEXT}, v.metadata, v.vector "
-    "FROM (SELECT ? AS space, ? AS id, ? AS text, ? AS metadata, ? AS vector) v"
+    "FROM {rows} v ORDER BY v.rowid"
 )
-WRITE_VECTOR_V1 = "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?)"  # format 1: text NOT NULL
+WRITE_VECTORS_V1 = (  # format 1: text NOT NULL
+    "INSERT OR REPLACE INTO vectors SELECT space, id, text, metadata, vector FROM {rows} ORDER BY rowid"
+)
 READ_TEXT = "COALESCE(v.text, (SELECT c.text FROM chunks c WHERE c.id = v.id), '')"

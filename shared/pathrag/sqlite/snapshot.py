@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..models import Entity, Relation
-from .codec import REL_COLUMNS, dumps, entity_row, mention_rows, pack_records, pack_text, relation_row
-from .schema import WRITE_VECTOR, WRITE_VECTOR_V1
+from .codec import REL_COLUMNS, REL_FIELDS, dumps, entity_row, mention_rows, pack_records, pack_text, relation_row
+from .schema import VECTOR_COLUMNS, WRITE_VECTORS, WRITE_VECTORS_V1
 from .store import SQLiteStore
 
 __all__ = ["write_snapshot"]
@@ -67,8 +67,9 @@ def write_snapshot(
         store.executemany(
             "INSERT OR IGNORE INTO entities VALUES (?, '', '', '[]')", [(n,) for r in relations for n in r.pair]
         )
-        store.executemany(
-            f"INSERT OR REPLACE INTO relations ({REL_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+        store.insert_rows(
+            f"INSERT OR REPLACE INTO relations ({REL_COLUMNS}) SELECT {REL_COLUMNS} FROM {{rows}} ORDER BY rowid",
+            REL_FIELDS,
             [relation_row(r) for r in relations],
         )
         dimension = None
@@ -76,7 +77,8 @@ def write_snapshot(
             rows = list(rows)
             if rows:
                 dimension = len(rows[0][3]) // 4
-            write = WRITE_VECTOR if store.format_version >= 2 else WRITE_VECTOR_V1
-            store.executemany(write, [(space, i, text, dumps(dict(md)), blob) for i, text, md, blob in rows])
+            write = WRITE_VECTORS if store.format_version >= 2 else WRITE_VECTORS_V1
+            vector_rows = [(space, i, text, dumps(dict(md)), blob) for i, text, md, blob in rows]
+            store.insert_rows(write, VECTOR_COLUMNS, vector_rows)
         if dimension is not None and "dimension" not in meta:
             store.set_meta({"dimension": dimension})

@@ -39,6 +39,7 @@ from .schema import FORMAT, FORMAT_VERSION, SCHEMA, STORE_FILE
 from .wal import check_wal
 
 __all__ = [
+    "STAGED_ROWS",
     "SQLiteStore",
     "crash_after_write",
     "read_store_info",
@@ -62,6 +63,10 @@ def _count_write_step() -> None:
     if crash_after_write is not None and write_steps >= crash_after_write:
         os.kill(os.getpid(), signal.SIGKILL)
 
+
+STAGED_ROWS = 1 << 14
+"""Rows one statement of :meth:`SQLiteStore.insert_rows` takes (a bounded temporary table: 28 MB of 384-dimensional
+vectors rows, 100 MB of 1,536-dimensional ones)."""
 
 _SNAPSHOTS: contextvars.ContextVar[Mapping[SQLiteStore, sqlite3.Connection]] = contextvars.ContextVar(
     "pathrag_snapshots", default=MappingProxyType({})
@@ -157,6 +162,9 @@ class SQLiteStore:
                 # 64 MB of pages (the default is 2 MB): a bulk write of 10^5 vectors then updates the
                 # vectors table's indexes from memory, not from disk (45 -> about 30 us a row, measured)
                 self._writer.execute("PRAGMA cache_size = -65536")
+                # the rows insert_rows stages, and the statement journals, in memory: no temporary file
+                # to write (nor to find the disk full for)
+                self._writer.execute("PRAGMA temp_store = MEMORY")
         return self._writer
 
     def _r(self) -> sqlite3.Connection:
@@ -327,6 +335,47 @@ class SQLiteStore:
                 self._raise_if_damaged(exc)
                 raise
         _count_write_step()
+
+    def insert_rows(self, sql: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        """Write steps running ``sql`` once per :data:`STAGED_ROWS` of ``rows``, not once per row: ``sql``
+        reads them from the table ``{rows}`` (temporary, with ``columns``; ``ORDER BY rowid`` gives them in
+        order). For a bulk insert that fires triggers or may stop half-way (an upsert, say).
+
+        Why: before such a statement changes a page, SQLite keeps a copy of it (once per statement), so
+        that it can undo that statement alone. Run once per row, a bulk write copied the same 32 KB pages
+        again for every row: about 160 KB a row, 63 GB for the 4·10⁵ vectors of one batch of a 10⁶-entity
+        import (13 of the writer's 54 CPU-seconds). Run over many rows, each page is copied once.
+
+        >>> import tempfile
+        >>> store = SQLiteStore(tempfile.mkdtemp())
+        >>> with store.transaction():
+        ...     store.insert_rows("INSERT INTO meta SELECT k, v FROM {rows} ORDER BY rowid", ("k", "v"), [("a", "1")])
+        >>> store.meta()["a"]
+        '1'
+        """
+        rows = list(rows)
+        if not rows:
+            return
+        if self.read_only:
+            raise self._read_only_error()
+        table = "staged_" + "_".join(columns)
+        statement = sql.replace("{rows}", f"temp.{table}")
+        with self._wlock:
+            conn = self._w()
+            try:
+                conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {table} ({', '.join(columns)})")
+                for start in range(0, len(rows), STAGED_ROWS):
+                    conn.execute(f"DELETE FROM temp.{table}")
+                    conn.executemany(
+                        f"INSERT INTO temp.{table} VALUES ({', '.join('?' * len(columns))})",
+                        rows[start : start + STAGED_ROWS],
+                    )
+                    conn.execute(statement)
+                    _count_write_step()
+                conn.execute(f"DELETE FROM temp.{table}")
+            except sqlite3.DatabaseError as exc:
+                self._raise_if_damaged(exc)
+                raise
 
     def wread(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         """A read by the writer: it sees the writer's own uncommitted changes."""

@@ -14,7 +14,7 @@ from ..errors import StoreError
 from ..vectors import Embedder, VectorHit, VectorIndex, VectorItem, checked_vectors
 from .ann import SpaceIndex, saved_indexes, trim_key
 from .codec import IN_JSON, dumps
-from .schema import READ_TEXT, WRITE_VECTOR, WRITE_VECTOR_V1
+from .schema import READ_TEXT, VECTOR_COLUMNS, WRITE_VECTORS, WRITE_VECTORS_V1
 from .store import SQLiteStore
 
 __all__ = ["SQLiteVectorIndex"]
@@ -107,8 +107,9 @@ class SQLiteVectorIndex(VectorIndex):
             assert units is not None
             handing = self._index.written is not None  # see keep_written
             before = self.store.wread("SELECT COALESCE(MAX(seq), 0) FROM vector_log")[0][0] if handing else 0
-            self.store.executemany(
-                WRITE_VECTOR if self.store.format_version >= 2 else WRITE_VECTOR_V1,
+            self.store.insert_rows(
+                WRITE_VECTORS if self.store.format_version >= 2 else WRITE_VECTORS_V1,
+                VECTOR_COLUMNS,
                 [
                     (self.space, item.id, item.text, dumps(dict(item.metadata)), row.tobytes())
                     for item, row in zip(items, units, strict=True)
