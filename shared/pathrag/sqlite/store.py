@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import itertools
 import logging
 import os
 import signal
@@ -55,6 +56,11 @@ crash_after_write: int | None = int(_env_crash) if _env_crash.isdigit() else Non
 """Test hook: kill this process (SIGKILL) right after this many write steps (``None``: never)."""
 write_steps = 0
 """Write steps (SQL statements sent by writers) in this process so far; the crash tests count with it."""
+
+
+def _batched(rows: Iterator[Sequence[Any]], size: int) -> Iterator[list[Sequence[Any]]]:
+    while batch := list(itertools.islice(rows, size)):
+        yield batch
 
 
 def _count_write_step() -> None:
@@ -339,7 +345,8 @@ class SQLiteStore:
     def insert_rows(self, sql: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
         """Write steps running ``sql`` once per :data:`STAGED_ROWS` of ``rows``, not once per row: ``sql``
         reads them from the table ``{rows}`` (temporary, with ``columns``; ``ORDER BY rowid`` gives them in
-        order). For a bulk insert that fires triggers or may stop half-way (an upsert, say).
+        order). For a bulk insert that fires triggers or may stop half-way (an upsert, say). ``rows`` may be
+        a generator: a batch of it is made at a time.
 
         Why: before such a statement changes a page, SQLite keeps a copy of it (once per statement), so
         that it can undo that statement alone. Run once per row, a bulk write copied the same 32 KB pages
@@ -353,8 +360,9 @@ class SQLiteStore:
         >>> store.meta()["a"]
         '1'
         """
-        rows = list(rows)
-        if not rows:
+        batches = _batched(iter(rows), STAGED_ROWS)  # only a batch of rows is ever held (a generator's)
+        first = next(batches, None)
+        if first is None:
             return
         if self.read_only:
             raise self._read_only_error()
@@ -364,12 +372,9 @@ class SQLiteStore:
             conn = self._w()
             try:
                 conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {table} ({', '.join(columns)})")
-                for start in range(0, len(rows), STAGED_ROWS):
+                for batch in itertools.chain([first], batches):
                     conn.execute(f"DELETE FROM temp.{table}")
-                    conn.executemany(
-                        f"INSERT INTO temp.{table} VALUES ({', '.join('?' * len(columns))})",
-                        rows[start : start + STAGED_ROWS],
-                    )
+                    conn.executemany(f"INSERT INTO temp.{table} VALUES ({', '.join('?' * len(columns))})", batch)
                     conn.execute(statement)
                     _count_write_step()
                 conn.execute(f"DELETE FROM temp.{table}")

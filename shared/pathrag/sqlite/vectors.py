@@ -99,9 +99,11 @@ class SQLiteVectorIndex(VectorIndex):
         if not items:
             return
         found = {len(v) for v in vectors}
-        units = None  # normalised a matrix at a time: a few operations per 4,096 rows
-        if len(found) == 1:
-            units = np.concatenate([_units(vectors[at : at + 4096]) for at in range(0, len(vectors), 4096)])
+        units = None
+        if len(found) == 1:  # normalised 4,096 rows at a time into one matrix (no second copy of them all)
+            units = np.empty((len(vectors), len(vectors[0])), dtype="<f4")
+            for at in range(0, len(vectors), 4096):
+                units[at : at + 4096] = _units(vectors[at : at + 4096])
         with self.store.transaction():
             self.store.check_dimension(len(vectors[0]), found)  # refuses several dimensions
             assert units is not None
@@ -110,10 +112,10 @@ class SQLiteVectorIndex(VectorIndex):
             self.store.insert_rows(
                 WRITE_VECTORS if self.store.format_version >= 2 else WRITE_VECTORS_V1,
                 VECTOR_COLUMNS,
-                [
+                (  # made as they are written: the bytes of a bulk write's rows are never all held
                     (self.space, item.id, item.text, dumps(dict(item.metadata)), row.tobytes())
                     for item, row in zip(items, units, strict=True)
-                ],
+                ),
             )
             if handing:
                 self._hand_over(before, units)
