@@ -25,7 +25,7 @@ from pathrag.vectors import VectorItem
 pytest.importorskip("usearch")
 from usearch.index import Index, MetricKind  # noqa: E402
 
-METRICS = {"ip": MetricKind.IP, "cos": MetricKind.Cos}
+METRICS = {"l2sq": MetricKind.L2sq, "cos": MetricKind.Cos}
 
 WORDS = [f"w{i}" for i in range(300)]
 EMBEDDER = HashingEmbedder(64)
@@ -235,13 +235,13 @@ def test_a_new_spaces_graphs_compare_by_the_metric_and_a_saved_space_keeps_its_o
     monkeypatch.setattr("pathrag.sqlite.ann.SEGMENT_LIMIT", 60)
     rng = random.Random(17)
     asked = queries(rng)
-    for metric, given in (("ip", None), ("cos", "cos")):  # given: what the space's saved segments were built with
+    for metric, given in (("l2sq", None), ("cos", "cos")):  # given: what the space's saved segments were built with
         ann, exact = pair(tmp_path / metric)
         if given:
             monkeypatch.setattr("pathrag.sqlite.ann.METRIC", given)
         ann.upsert(items(rng, range(70)))
         ann.catch_up()
-        monkeypatch.setattr("pathrag.sqlite.ann.METRIC", "ip")  # what this version gives a new space
+        monkeypatch.setattr("pathrag.sqlite.ann.METRIC", "l2sq")  # what this version gives a new space
         ann.store.close()
         reopened, exact = pair(tmp_path / metric)
         reopened.upsert(items(rng, range(70, 160)))  # fills the last segment and starts a new one
@@ -269,7 +269,7 @@ def test_a_saved_space_whose_segments_mix_metrics_is_rebuilt(tmp_path: Path, mon
     asked = queries(rng)
     assert [hits(reopened, q) for q in asked] == [hits(exact, q) for q in asked]
     assert reopened._index.refused == seq  # not trusted: rebuilt from the rows, in one metric
-    assert {s.index.metric for s in reopened._index.segments} == {METRICS["ip"]}
+    assert {s.index.metric for s in reopened._index.segments} == {METRICS["l2sq"]}
     reopened.store.close()
     again, _ = pair(tmp_path)
     assert [hits(again, q) for q in asked] == [hits(exact, q) for q in asked] and again._index.refused == -1
@@ -602,14 +602,14 @@ def test_a_kill_while_a_fold_writes_its_files_leaves_indexes_that_answer_as_the_
 
 def test_the_segment_benchmark_runs_and_reports_every_metric_split_width_and_k() -> None:
     script = Path(__file__).parents[2] / "benchmarks" / "hnsw_segments.py"
-    args = ["--vectors", "2048", "--segments", "1,2", "--queries", "5", "--metrics", "cos,ip"]
+    args = ["--vectors", "2048", "--segments", "1,2", "--queries", "5", "--metrics", "cos,l2sq"]
     out = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, check=True).stdout
     cells = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| ")]
     rows = [row for row in cells if row[1].strip().isdigit()]  # the header's second cell is "segments"
     widths = ("k + m", "k + 2m", "2(k + m)")
     assert [(r[0].strip(), r[1].strip(), r[4].strip(), r[5].strip()) for r in rows] == [
         (metric, segments, width, k)
-        for metric in ("cos", "ip")
+        for metric in ("cos", "l2sq")
         for segments in ("1", "2")
         for width in widths
         for k in ("10", "500")
