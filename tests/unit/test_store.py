@@ -284,6 +284,24 @@ def test_a_bulk_write_runs_one_statement_per_staged_batch_of_rows_in_their_order
     store.close()
 
 
+def test_a_bulk_write_whose_rows_fail_half_way_writes_none_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pathrag.sqlite.store, "STAGED_ROWS", 2)
+    store = SQLiteStore(tmp_path)
+
+    def rows():  # type: ignore[no-untyped-def]
+        yield from [("a", "1"), ("b", "2"), ("c", "3")]  # two batches run before the third fails
+        raise ValueError("a row that cannot be made")
+
+    with pytest.raises(ValueError, match="cannot be made"):
+        store.insert_rows("INSERT INTO meta SELECT k, v FROM {rows} ORDER BY rowid", ("k", "v"), rows())
+    assert not {"a", "b", "c"} & set(store.meta())  # outside a transaction it makes one of its own
+    store.insert_rows("INSERT INTO meta SELECT k, v FROM {rows} ORDER BY rowid", ("k", "v"), [("d", "4")])
+    assert store.meta()["d"] == "4"
+    store.close()
+
+
 def test_check_finds_nothing_on_a_healthy_store_and_names_what_a_damaged_one_lacks(tmp_path: Path) -> None:
     index = open_index(tmp_path, ScriptedLLM())
     index.insert(DOCS)

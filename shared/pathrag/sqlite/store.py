@@ -368,7 +368,7 @@ class SQLiteStore:
             raise self._read_only_error()
         table = "staged_" + "_".join(columns)
         statement = sql.replace("{rows}", f"temp.{table}")
-        with self._wlock:
+        with self.transaction():  # all batches or none, inside a caller's transaction or in one of its own
             conn = self._w()
             try:
                 conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {table} ({', '.join(columns)})")
