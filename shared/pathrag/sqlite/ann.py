@@ -76,16 +76,15 @@ search for 500 hits took 6.9 ms instead of 4.8 (one segment after the other). At
 (vector_scale.py) the import took 558 and 592 s instead of 599-620, and a retrieval 64-70 ms (68-69).
 """
 
-BUILD = {"connectivity": 16, "expansion_add": 96}
-"""How the HNSW graphs are built: each added vector links to up to 16 neighbours, found by a search 96 wide
-(usearch's defaults: 16 and 128). An add costs about as much as that search, and adding is where the time of a
-big import goes (the writer's fold thread is its bottleneck), so the build is narrower than the default; the
-searches' re-scoring of their candidates from the rows keeps recall@10 above 0.98. Measured on one segment of
-2^18 clustered relation vectors, 384-d, recall@10 after re-scoring and adds a second on 2 cores, walked twice the
-hits: 16 / 128 0.924 at 9,500; 16 / 96 0.897 at 12,500; 24 / 64 0.828 at 16,500. Through the store at 10^6
-entities (vector_scale.py, segments of 2^18), 16 / 96 gave 0.9905 / 0.9985 / 0.998 (entities / relations /
-passages; 0.999 each at 16 / 128) and an import 1.3x faster in its HNSW part; 24 / 64, even walked four times
-the hits, 0.9795 on the entities."""
+BUILD = {"connectivity": 16, "expansion_add": 64}
+"""How the HNSW graphs are built: each added vector links to up to 16 neighbours, found by a search 64 wide
+(usearch's defaults: 16 and 128). An add costs about as much as that search, and adding is most of the CPU of
+a big import (the writer's fold thread builds one batch's graphs while the writer writes the next), so the
+build is as narrow as recall allows; the searches' re-scoring of their candidates from the rows keeps
+recall@10 above 0.98. Through the store at 10^6 entities (vector_scale.py, segments of 2^17, :data:`METRIC`),
+16 / 64 against 16 / 96: import 457.5 against 569.1 s (the same day), recall@10 0.995 / 0.9935 / 0.993 against
+0.999 / 0.9985 / 0.999 (entities / relations / passages). With cosine graphs and segments of 2^18 narrow builds
+had lost too much (24 / 64: 0.9795 on the entities even walked four times the hits; 16 / 96: 0.9905)."""
 
 METRIC = "l2sq"
 """How a new space's graphs compare vectors: by the squared distance between their int8 copies. On the unit
