@@ -127,7 +127,15 @@ def test_a_new_process_opens_the_saved_index_and_answers_the_same(tmp_path: Path
 
 @pytest.mark.parametrize(
     "damage",
-    ["garbage", "cut", "other store", "newer than the store", "manifest not json", "manifest names another file"],
+    [
+        "garbage",
+        "cut",
+        "other store",
+        "newer than the store",
+        "manifest not json",
+        "manifest names another file",
+        "manifest's scale not a number",
+    ],
 )
 def test_a_saved_index_that_disagrees_with_the_store_is_rebuilt(tmp_path: Path, damage: str) -> None:
     rng = random.Random(3)
@@ -151,6 +159,8 @@ def test_a_saved_index_that_disagrees_with_the_store_is_rebuilt(tmp_path: Path, 
         manifest.rename(manifest.with_name(f"pathrag-entities.{seq + 500}.usearch.json"))
     elif damage == "manifest not json":
         manifest.write_text("{not json")
+    elif damage == "manifest's scale not a number":
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "scale": "NaN"}))
     else:  # a manifest is read, not trusted: it names only this space's segment files beside it
         (tmp_path / "elsewhere.usearch").write_bytes(path.read_bytes())
         manifest.write_text(json.dumps(["../elsewhere.usearch"]))
@@ -249,6 +259,51 @@ def test_a_new_spaces_graphs_compare_by_the_metric_and_a_saved_space_keeps_its_o
         segments = reopened._index.segments
         assert len(segments) == 3 and {s.index.metric for s in segments} == {METRICS[metric]}
         assert [hits(reopened, q) for q in asked] == [hits(exact, q) for q in asked]
+
+
+def test_a_new_spaces_graphs_hold_rounded_int8_copies_and_a_space_saved_with_usearchs_cast_keeps_it(
+    tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.setattr("pathrag.sqlite.ann.SEGMENT_LIMIT", 60)
+    rng = random.Random(19)
+    asked = queries(rng)
+    ann, exact = pair(tmp_path)
+    ann.upsert(items(rng, range(70)))
+    ann.catch_up()
+    scale = ann_module.INT8_STEPS * EMBEDDER.dimensions**0.5
+    assert ann._index.scale == scale
+
+    def held(index, segment) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # keys, their int8 copies, rows
+        found, rows = index._vectors([int(k) for k in segment.index.keys])
+        keys = np.asarray(found, dtype=np.uint64)
+        return keys, np.asarray(segment.index.get(keys, dtype="i8")), rows
+
+    for segment in ann._index.segments:
+        _, copies, rows = held(ann._index, segment)
+        assert np.array_equal(copies, np.clip(np.rint(rows * scale), -127, 127))
+    # the same space as an earlier version saved it: its graphs hold usearch's own cast, its manifest lists them
+    ann.store.close()
+    (_, manifest), names = saved_indexes(tmp_path, "entities")[0], []
+    for segment in ann._index.segments:
+        assert segment.path is not None
+        keys, _, rows = held(ann._index, segment)
+        cast = Index(ndim=EMBEDDER.dimensions, metric="l2sq", dtype="i8")
+        cast.add(keys, rows)
+        cast.save(str(segment.path))
+        names.append(segment.path.name)
+    manifest.write_text(json.dumps(names))
+    reopened, exact = pair(tmp_path)
+    assert [hits(reopened, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert reopened._index.refused == -1 and reopened._index.scale is None  # opened as it was saved
+    reopened.upsert(items(rng, range(70, 160)))  # fills the last segment and starts a new one
+    reopened.catch_up()
+    fresh = Index(ndim=EMBEDDER.dimensions, metric="l2sq", dtype="i8")  # usearch's cast of the newest rows
+    keys, copies, rows = held(reopened._index, reopened._index.segments[-1])
+    fresh.add(keys, rows)
+    assert np.array_equal(copies, fresh.get(keys, dtype="i8"))
+    assert not np.array_equal(copies, np.clip(np.rint(rows * scale), -127, 127))
+    assert isinstance(json.loads(saved_indexes(tmp_path, "entities")[0][1].read_text()), list)
+    assert [hits(reopened, q) for q in asked] == [hits(exact, q) for q in asked]
 
 
 def test_a_saved_space_whose_segments_mix_metrics_is_rebuilt(tmp_path: Path, monkeypatch) -> None:
@@ -587,7 +642,8 @@ def test_a_kill_while_a_fold_writes_its_files_leaves_indexes_that_answer_as_the_
     _, status = os.waitpid(pid, 0)
     assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
     ((_, manifest),) = saved_indexes(tmp_path, "entities")  # the dead fold wrote no list
-    left = {p.name for p in tmp_path.glob("*pathrag-entities.*")} - {manifest.name, *json.loads(manifest.read_text())}
+    in_force = {manifest.name, *json.loads(manifest.read_text())["segments"]}
+    left = {p.name for p in tmp_path.glob("*pathrag-entities.*")} - in_force
     assert len(left) == files_written + midway  # its files, named apart from those in force
     reopened, exact = pair(tmp_path)
     asked = queries(rng)
@@ -596,22 +652,24 @@ def test_a_kill_while_a_fold_writes_its_files_leaves_indexes_that_answer_as_the_
     reopened.catch_up()  # a fold of its own: the dead one's files go
     ((_, manifest),) = saved_indexes(tmp_path, "entities")
     on_disk = {p.name for p in tmp_path.glob("*pathrag-entities.*")}
-    assert on_disk == {manifest.name, *json.loads(manifest.read_text())}
+    assert on_disk == {manifest.name, *json.loads(manifest.read_text())["segments"]}
     assert [hits(reopened, q) for q in asked] == [hits(exact, q) for q in asked]
 
 
-def test_the_segment_benchmark_runs_and_reports_every_metric_split_width_and_k() -> None:
+def test_the_segment_benchmark_runs_and_reports_every_cast_metric_split_width_and_k() -> None:
     script = Path(__file__).parents[2] / "benchmarks" / "hnsw_segments.py"
     args = ["--vectors", "2048", "--segments", "1,2", "--queries", "5", "--metrics", "cos,l2sq"]
+    args += ["--casts", "steps,usearch"]
     out = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, check=True).stdout
     cells = [line.split("|")[1:-1] for line in out.splitlines() if line.startswith("| ")]
-    rows = [row for row in cells if row[1].strip().isdigit()]  # the header's second cell is "segments"
+    rows = [row for row in cells if row[2].strip().isdigit()]  # the header's third cell is "segments"
     widths = ("k + m", "k + 2m", "2(k + m)")
-    assert [(r[0].strip(), r[1].strip(), r[4].strip(), r[5].strip()) for r in rows] == [
-        (metric, segments, width, k)
+    assert [tuple(r[n].strip() for n in (0, 1, 2, 5, 6)) for r in rows] == [
+        (cast, metric, segments, width, k)
+        for cast in ("steps", "usearch")
         for metric in ("cos", "l2sq")
         for segments in ("1", "2")
         for width in widths
         for k in ("10", "500")
     ]
-    assert all(0.9 <= float(r[7]) <= 1.0 for r in rows)  # 2,048 vectors: every walk finds nearly all
+    assert all(0.9 <= float(r[8]) <= 1.0 for r in rows)  # 2,048 vectors: every walk finds nearly all

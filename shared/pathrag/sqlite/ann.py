@@ -28,6 +28,7 @@ import contextlib
 import functools
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -46,10 +47,12 @@ __all__ = [
     "BUILD",
     "EXACT_LIMIT",
     "FOLD_LIMIT",
+    "INT8_STEPS",
     "METRIC",
     "SEGMENT_LIMIT",
     "KeyedMatrix",
     "SpaceIndex",
+    "int8_copies",
     "saved_indexes",
     "trim_key",
 ]
@@ -96,6 +99,16 @@ store benchmark's questions, 384-d, 2 cores): recall@10 after re-scoring 0.999 f
 ip; adds 1.15-1.5x as fast as cos (ip: 1.3x), searches about as fast. At 10^6 entities (vector_scale.py) ip
 made an import 1.15x faster but recall@10 0.97. The segments of a space share one metric (their int8
 distances are compared across segments): a space saved with another one keeps it."""
+
+INT8_STEPS = 8
+"""How finely a new space's graphs hold their int8 copies: a component of a unit vector's typical size,
+1/sqrt(d), becomes 8 steps, so that one 16 times as big still fits in +-127 (see :func:`int8_copies`).
+usearch's own cast multiplies by 127 and truncates: 1/sqrt(d) became 6 steps at 384 dimensions and 3 at
+1,536, too coarse to rank near-tied neighbours. Measured by ``benchmarks/hnsw_segments.py`` (2^18 clustered
+vectors in segments of 2^17, the store benchmark's questions, :data:`BUILD`, :data:`METRIC`): recall@10 after
+re-scoring 0.994 against 0.974 at 1,536 dimensions (searching every int8 copy instead of walking the graph:
+1.0 against 0.981) and 0.998 against 0.992-0.995 at 384; adds 0.8x as fast at 384 dimensions, 0.6x at
+1,536 (the finer distances tell more neighbours apart, so each add's search goes further)."""
 
 BRUTE_FORCE = False
 """Search saved indexes by comparing every vector instead of walking their graph: the answers then do not
@@ -206,6 +219,25 @@ def _usearch() -> Any | None:
     return index
 
 
+def int8_copies(vectors: np.ndarray, scale: float | None) -> np.ndarray:
+    """What a space's graphs hold of ``vectors`` (unit float32): each component times ``scale``, rounded and
+    kept within +-127; with ``scale`` ``None`` (graphs saved by earlier versions) the float32 vectors, which
+    usearch casts itself.
+
+    >>> int8_copies(np.array([0.6, -0.8, 0.0], dtype="<f4"), 200.0).tolist()
+    [120, -127, 0]
+    """
+    if scale is None:
+        return vectors
+    copies: np.ndarray = np.clip(np.rint(vectors * scale), -127, 127).astype(np.int8)
+    return copies
+
+
+def _int8_scale(ndim: int) -> float:
+    """The scale a new space's int8 copies get (:data:`INT8_STEPS`)."""
+    return INT8_STEPS * math.sqrt(ndim)
+
+
 class _Segment:
     """One saved HNSW graph: memory-mapped from ``path``, or ``held`` in memory (written by this process
     and not yet saved, or taking the next additions)."""
@@ -251,6 +283,7 @@ class SpaceIndex:
         self._exact_limit = exact_limit
         self.seq = -1  # the log position reflected; -1: nothing loaded yet
         self.segments: list[_Segment] = []  # the saved HNSW graphs (none: every row is in ``added``)
+        self.scale: float | None = None  # how the segments' int8 copies are made (see int8_copies)
         self.base_seq = -1  # the log position the segments reflect
         self.refused = -1  # the newest saved index found not to match the store (not opened again)
         self.added: KeyedMatrix | None = None  # rows added since the segments (every row when there are none)
@@ -404,10 +437,7 @@ class SpaceIndex:
         if usearch is None:
             return False
         try:
-            names = json.loads(manifest.read_text())
-            own = _segment_name(self.space)  # the manifest is read, not trusted: only this space's files
-            if not isinstance(names, list) or not all(isinstance(n, str) and own.fullmatch(n) for n in names):
-                raise ValueError("not a list of this space's segment files")
+            names, scale = _read_manifest(manifest, _segment_name(self.space))
             segments = [_Segment.mapped(self.directory / name) for name in names]
         except Exception as exc:  # a damaged or foreign file: rebuilt from the store
             logger.warning("%s cannot be read (%s): rebuilding it from the store", manifest, exc)
@@ -418,7 +448,7 @@ class SpaceIndex:
             logger.warning("%s lists segments of several metrics: rebuilding it from the store", manifest)
             return False
         self.segments, self.base_seq, self.seq, self.removed = segments, seq, seq, set()
-        self.added, self.history_from = KeyedMatrix(ndim), seq
+        self.added, self.history_from, self.scale = KeyedMatrix(ndim), seq, scale
         self._replay(seq, head)
         ((count,),) = self.store.read("SELECT COUNT(*) FROM vectors WHERE space = ?", (self.space,))
         saved = sum(len(s.index) for s in segments)
@@ -443,7 +473,7 @@ class SpaceIndex:
         # vector by a cosine of about 0.99) and whatever ties it holds, false of a file whose keys name
         # other vectors.
         index.expansion_search = 512
-        best = np.atleast_2d(index.search(vectors, 1).keys)[:, 0]
+        best = np.atleast_2d(index.search(int8_copies(vectors, self.scale), 1).keys)[:, 0]
         own = _saved_cosines(index, found, vectors)
         nearest = _saved_cosines(index, [int(k) for k in best], vectors)
         return bool(np.all(own >= nearest - 1e-3))
@@ -474,7 +504,9 @@ class SpaceIndex:
                     segments[n].index.remove(held)
                     touched.add(n)
         keys, vectors = self.added.items()
-        metric = segments[0].index.metric if segments else METRIC  # one metric per space
+        # one metric and one cast per space: distances are compared across segments
+        metric = segments[0].index.metric if segments else METRIC
+        scale = self.scale if segments else _int8_scale(self.added.ndim)
         start = 0
         while start < len(keys):
             if not segments or len(segments[-1].index) >= SEGMENT_LIMIT:
@@ -484,20 +516,22 @@ class SpaceIndex:
                 segments.append(_Segment(fresh, None, held=True))
             segments[-1] = last = segments[-1].writable()
             stop = start + SEGMENT_LIMIT - len(last.index)
-            last.index.add(keys[start:stop].astype(np.uint64), vectors[start:stop], threads=os.cpu_count() or 1)
+            copies = int8_copies(vectors[start:stop], scale)
+            last.index.add(keys[start:stop].astype(np.uint64), copies, threads=os.cpu_count() or 1)
             touched.add(len(segments) - 1)
             start = stop
-        if self._save(segments, touched):
+        if self._save(segments, touched, scale):
             for n, segment in enumerate(segments[:-1]):  # the writer holds only the one taking additions
                 if segment.held and segment.path is not None:
                     with contextlib.suppress(Exception):  # else it stays in memory
                         segments[n] = _Segment.mapped(segment.path)
-        self.segments, self.base_seq = segments, self.seq
+        self.segments, self.base_seq, self.scale = segments, self.seq, scale
         self.removed, self.added = set(), KeyedMatrix(self.added.ndim)
 
-    def _save(self, segments: list[_Segment], touched: set[int]) -> bool:
-        """Write the ``touched`` segments, then the manifest of all (each aside, then renamed into place),
-        and remove older files; ``False`` if they could not be written (searched from memory meanwhile)."""
+    def _save(self, segments: list[_Segment], touched: set[int], scale: float | None) -> bool:
+        """Write the ``touched`` segments, then the manifest of all and of their int8 ``scale`` (each aside,
+        then renamed into place), and remove older files; ``False`` if they could not be written (searched
+        from memory meanwhile)."""
         manifest = _path(self.directory, self.space, self.seq)
         try:
             for n in sorted(touched):
@@ -508,7 +542,9 @@ class SpaceIndex:
             listed = [segment.path.name for segment in segments if segment.path is not None]
             if len(listed) != len(segments):
                 raise OSError("a segment was never saved")
-            _write_aside(manifest, lambda tmp: tmp.write_text(json.dumps(listed)))
+            # an earlier version's list of names stays one: its graphs hold usearch's own int8 cast
+            content = listed if scale is None else {"scale": scale, "segments": listed}
+            _write_aside(manifest, lambda tmp: tmp.write_text(json.dumps(content)))
         except (OSError, RuntimeError) as exc:  # a full disk, say
             logger.warning("cannot save the %s index (%s): it stays in this process's memory", self.space, exc)
             return False
@@ -549,7 +585,7 @@ class SpaceIndex:
         # Taken from all segments together by their int8 distance (comparable across segments), so that
         # a space in several segments costs no more rows to re-score than one in a single graph.
         margin = 70 + k // 4
-        hits = sorted(_walk_all(self.segments, query, k, margin, skip))
+        hits = sorted(_walk_all(self.segments, int8_copies(query, self.scale), k, margin, skip))
         return found | {key for _, key in hits[: k + margin]}
 
     def candidates(self, query: np.ndarray, k: int) -> list[int]:
@@ -649,6 +685,19 @@ def _batches(rows: Iterator[tuple[Any, ...]], size: int = 4096) -> Iterator[tupl
 
 def _path(directory: Path, space: str, seq: int) -> Path:
     return directory / f"pathrag-{space}.{seq}.usearch.json"
+
+
+def _read_manifest(manifest: Path, own: re.Pattern[str]) -> tuple[list[str], float | None]:
+    """The segment files a manifest lists and the scale of their int8 copies (``None``: an earlier version's
+    list of names, whose graphs hold usearch's own cast). It is read, not trusted: only files ``own``
+    matches, a positive finite scale."""
+    content = json.loads(manifest.read_text())
+    names, scale = (content, None) if isinstance(content, list) else (content.get("segments"), content.get("scale"))
+    if not isinstance(names, list) or not all(isinstance(n, str) and own.fullmatch(n) for n in names):
+        raise ValueError("not a list of this space's segment files")
+    if scale is not None and not (isinstance(scale, float) and math.isfinite(scale) and scale > 0):
+        raise ValueError(f"not an int8 scale: {scale!r}")
+    return names, scale
 
 
 def _segment_name(space: str) -> re.Pattern[str]:
