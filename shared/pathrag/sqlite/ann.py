@@ -86,7 +86,8 @@ a big import (the writer's fold thread builds one batch's graphs while the write
 build is as narrow as recall allows; the searches' re-scoring of their candidates from the rows keeps
 recall@10 above 0.98. Through the store at 10^6 entities (vector_scale.py, segments of 2^17, :data:`METRIC`),
 16 / 64 against 16 / 96: import 457.5 against 569.1 s (the same day), recall@10 0.995 / 0.9935 / 0.993 against
-0.999 / 0.9985 / 0.999 (entities / relations / passages). With cosine graphs and segments of 2^18 narrow builds
+0.999 / 0.9985 / 0.999 (entities / relations / passages), both with usearch's int8 cast (with the store's
+own, :data:`INT8_STEPS`, the import took 538.9 s another day). With cosine graphs and segments of 2^18 narrow builds
 had lost too much (24 / 64: 0.9795 on the entities even walked four times the hits; 16 / 96: 0.9905)."""
 
 METRIC = "l2sq"
@@ -104,11 +105,14 @@ INT8_STEPS = 8
 """How finely a new space's graphs hold their int8 copies: a component of a unit vector's typical size,
 1/sqrt(d), becomes 8 steps, so that one 16 times as big still fits in +-127 (see :func:`int8_copies`).
 usearch's own cast multiplies by 127 and truncates: 1/sqrt(d) became 6 steps at 384 dimensions and 3 at
-1,536, too coarse to rank near-tied neighbours. Measured by ``benchmarks/hnsw_segments.py`` (2^18 clustered
-vectors in segments of 2^17, the store benchmark's questions, :data:`BUILD`, :data:`METRIC`): recall@10 after
-re-scoring 0.994 against 0.974 at 1,536 dimensions (searching every int8 copy instead of walking the graph:
-1.0 against 0.981) and 0.998 against 0.992-0.995 at 384; adds 0.8x as fast at 384 dimensions, 0.6x at
-1,536 (the finer distances tell more neighbours apart, so each add's search goes further)."""
+1,536, too coarse to rank near-tied neighbours. Measured by ``benchmarks/hnsw_segments.py --casts
+steps,usearch`` (2^18 clustered vectors in segments of 2^17, the store benchmark's questions, :data:`BUILD`,
+:data:`METRIC`, walked as :func:`_walk` does), recall@10 after re-scoring: 0.988-0.994 against 0.973-0.974
+at 1,536 dimensions (every int8 copy compared instead of the graph walked: 1.0 against 0.981), 0.998 against
+0.985-0.995 at 384; for 500 hits about the same either way. Adds are slower: 0.73x as fast at 1,536
+dimensions, 0.83-0.87x at 384 (distances that tell more neighbours apart make each add's search go
+further). Through the store (vector_scale.py) at 10^5 entities of 1,536 dimensions, recall@10 0.991 /
+0.9945 / 0.9995 against 0.9885 / 0.978 / 1.0 (entities / relations / passages, the same day)."""
 
 BRUTE_FORCE = False
 """Search saved indexes by comparing every vector instead of walking their graph: the answers then do not
