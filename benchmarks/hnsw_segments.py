@@ -23,7 +23,7 @@ import time
 import numpy as np
 from vector_scale import TOPICS, TopicEmbedder, queries
 
-from pathrag.sqlite.ann import BUILD, INT8_STEPS, METRIC, int8_copies
+from pathrag.sqlite.ann import BUILD, METRIC, int8_copies, int8_scale
 
 WIDTHS = {  # how wide each segment is walked, for k hits and the store's margin m = 70 + k/4
     "k + m": lambda k, m: k + m,  # as wide as the candidates asked for
@@ -61,7 +61,7 @@ def main() -> None:
     print(f"{len(vectors):,} vectors x {args.dims}, {os.cpu_count()} cores, build {BUILD}\n")
     print("| int8 copies | metric | segments | vectors each | add | walk | k | search per query | recall@k |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    scales = {"steps": INT8_STEPS * args.dims**0.5, "usearch": None}  # usearch: it casts float32 itself
+    scales = {"steps": int8_scale(args.dims), "usearch": None}  # usearch: it casts float32 itself
     splits = [
         (cast, metric, int(s))
         for cast in args.casts.split(",")

@@ -135,6 +135,7 @@ def test_a_new_process_opens_the_saved_index_and_answers_the_same(tmp_path: Path
         "manifest not json",
         "manifest names another file",
         "manifest's scale not a number",
+        "manifest without a scale",
     ],
 )
 def test_a_saved_index_that_disagrees_with_the_store_is_rebuilt(tmp_path: Path, damage: str) -> None:
@@ -161,6 +162,8 @@ def test_a_saved_index_that_disagrees_with_the_store_is_rebuilt(tmp_path: Path, 
         manifest.write_text("{not json")
     elif damage == "manifest's scale not a number":
         manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "scale": "NaN"}))
+    elif damage == "manifest without a scale":  # this version's copies, taken for usearch's own cast
+        manifest.write_text(json.dumps({"segments": json.loads(manifest.read_text())["segments"]}))
     else:  # a manifest is read, not trusted: it names only this space's segment files beside it
         (tmp_path / "elsewhere.usearch").write_bytes(path.read_bytes())
         manifest.write_text(json.dumps(["../elsewhere.usearch"]))

@@ -53,6 +53,7 @@ __all__ = [
     "KeyedMatrix",
     "SpaceIndex",
     "int8_copies",
+    "int8_scale",
     "saved_indexes",
     "trim_key",
 ]
@@ -237,8 +238,12 @@ def int8_copies(vectors: np.ndarray, scale: float | None) -> np.ndarray:
     return copies
 
 
-def _int8_scale(ndim: int) -> float:
-    """The scale a new space's int8 copies get (:data:`INT8_STEPS`)."""
+def int8_scale(ndim: int) -> float:
+    """The scale a new space's int8 copies of ``ndim``-dimensional vectors get (:data:`INT8_STEPS`).
+
+    >>> int8_scale(64)
+    64.0
+    """
     return INT8_STEPS * math.sqrt(ndim)
 
 
@@ -510,7 +515,7 @@ class SpaceIndex:
         keys, vectors = self.added.items()
         # one metric and one cast per space: distances are compared across segments
         metric = segments[0].index.metric if segments else METRIC
-        scale = self.scale if segments else _int8_scale(self.added.ndim)
+        scale = self.scale if segments else int8_scale(self.added.ndim)
         start = 0
         while start < len(keys):
             if not segments or len(segments[-1].index) >= SEGMENT_LIMIT:
@@ -694,14 +699,16 @@ def _path(directory: Path, space: str, seq: int) -> Path:
 def _read_manifest(manifest: Path, own: re.Pattern[str]) -> tuple[list[str], float | None]:
     """The segment files a manifest lists and the scale of their int8 copies (``None``: an earlier version's
     list of names, whose graphs hold usearch's own cast). It is read, not trusted: only files ``own``
-    matches, a positive finite scale."""
-    content = json.loads(manifest.read_text())
-    names, scale = (content, None) if isinstance(content, list) else (content.get("segments"), content.get("scale"))
-    if not isinstance(names, list) or not all(isinstance(n, str) and own.fullmatch(n) for n in names):
+    matches, and (in a manifest of this version) a positive finite scale."""
+    content: Any = json.loads(manifest.read_text())
+    scale: float | None = None  # an earlier version's list of names
+    if isinstance(content, dict):
+        content, scale = content.get("segments"), content.get("scale")
+        if not (isinstance(scale, float) and math.isfinite(scale) and scale > 0):
+            raise ValueError(f"not an int8 scale: {scale!r}")
+    if not isinstance(content, list) or not all(isinstance(n, str) and own.fullmatch(n) for n in content):
         raise ValueError("not a list of this space's segment files")
-    if scale is not None and not (isinstance(scale, float) and math.isfinite(scale) and scale > 0):
-        raise ValueError(f"not an int8 scale: {scale!r}")
-    return names, scale
+    return content, scale
 
 
 def _segment_name(space: str) -> re.Pattern[str]:
