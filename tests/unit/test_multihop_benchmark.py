@@ -5,9 +5,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
+import pytest_socket
 
 from pathrag import HashingEmbedder, NetworkXGraphStore, PathRAGIndex, find_key_paths
 from pathrag.context import result_context
@@ -19,6 +22,7 @@ SAMPLE = Path(__file__).parents[1] / "fixtures" / "musique_small"
 
 @pytest.fixture(scope="module")
 def bench():
+    sys.path.insert(0, str(ROOT / "benchmarks"))  # the benchmark imports its peers module beside it
     spec = importlib.util.spec_from_file_location("multihop_qa", ROOT / "benchmarks" / "multihop_qa.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -28,7 +32,7 @@ def bench():
 
 def test_benchmark_table_has_every_method_and_budget_with_rates_in_range(bench, tmp_path):
     report = bench.run(SAMPLE, embedder="hashing", budgets=[300, 900], cache_dir=tmp_path, progress=False)
-    assert report["questions"] == 4 and report["embedder"] == "hashing"
+    assert report["questions"] == 4 and report["embedder"] == "hashing" and report["yes_no"] == 0
     rows = {(r["method"], r["budget"]): r for r in report["rows"]}
     assert set(rows) == {(m, b) for m in bench.METHODS for b in (300, 900)}
     for (_method, budget), row in rows.items():
@@ -38,16 +42,32 @@ def test_benchmark_table_has_every_method_and_budget_with_rates_in_range(bench, 
         assert row["answer_in_context"] * 4 == int(row["answer_in_context"] * 4)  # a share of 4 questions
     for method in ("paper", "paths-alone", "facts"):
         assert rows[method, 900]["gold_recall"] == 0  # paths and facts carry no passage text
-    assert rows["dense", 900]["gold_recall"] > 0 and rows["default", 900]["gold_recall"] > 0
-    assert rows["ppr", 900]["gold_recall"] > 0
+        assert report["passages"][method] == {"recall_at_2": None, "recall_at_5": None}  # nor rank passages
+    for method in ("dense", "ppr", "proprag", "default", "lightrag-local"):
+        assert rows[method, 900]["gold_recall"] > 0
+        ranked = report["passages"][method]
+        assert 0 <= ranked["recall_at_2"] <= ranked["recall_at_5"] <= 1 and ranked["recall_at_5"] > 0
     for budget in (300, 900):  # the default shows a path whenever it found one, as paths-alone shows
         assert rows["default", budget]["with_path"] == rows["paths-alone", budget]["with_path"] > 0
         assert rows["dense", budget]["with_path"] == 0
     table = bench.format_table(report)
-    assert table.count("\n| ") == len(rows) + 1 and "| default | 900 |" in table
+    assert table.count("\n| ") == len(rows) + 1 + len(bench.METHODS) + 1 and "| default | 900 |" in table
     assert (tmp_path / "embeddings-hashing.npz").exists()  # the cache is written and reused
     again = bench.run(SAMPLE, embedder="hashing", budgets=[300, 900], cache_dir=tmp_path, progress=False)
-    assert [r["answer_in_context"] for r in again["rows"]] == [r["answer_in_context"] for r in report["rows"]]
+    assert again["rows"] == [
+        {**r, "p50_ms": a["p50_ms"], "p95_ms": a["p95_ms"]} for r, a in zip(report["rows"], again["rows"], strict=True)
+    ]
+    assert again["passages"] == report["passages"]
+
+
+def test_answers_match_whole_words_and_yes_no_questions_are_left_out(bench):
+    norway = bench.Question("What country?", ["Norway", "NO"], [])
+    assert bench.answer_in(norway, "It was written in Norway.")
+    assert not bench.answer_in(norway, "nothing is known")  # "no" inside other words is no answer
+    assert bench.answer_in(norway, "There is no doubt.")  # the alias as a word still counts
+    assert bench.yes_no(bench.Question("Same country?", ["yes"], [])) and not bench.yes_no(norway)
+    gold = [{"c1"}, {"c2", "c3"}]
+    assert bench.recall_at(gold, ["c9", "c3", "c1"], 2) == 0.5 and bench.recall_at(gold, ["c9", "c3", "c1"], 5) == 1
 
 
 def test_main_prints_the_table_and_writes_json(bench, tmp_path, capsys):
@@ -152,30 +172,81 @@ def test_default_context_holds_passages_and_paths_mode_matches_the_paper_layout(
     assert result_context(paths).text.startswith(f"Question: {question}\n\nRelational paths from the knowledge graph")
 
 
-def test_with_a_model_answers_are_scored_by_exact_match_and_f1(bench, tmp_path, monkeypatch):
+class _Reader(BaseHTTPRequestHandler):
+    """A stand-in OpenAI-compatible endpoint: answers right exactly when the prompt's context holds the answer."""
+
+    questions: list = []
+    bench = None
+    prompts: list = []
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        prompt = body["messages"][0]["content"]
+        self.prompts.append((body["model"], prompt, body["max_tokens"], body["temperature"]))
+        answer = None
+        for q in self.questions:
+            if prompt.startswith(f"Question: {q.text}\n"):
+                context = prompt.split("\n", 1)[1]
+                answer = f"Answer: {q.answers[0]}" if self.bench.answer_in(q, context) else "I do not know"
+        reply = {
+            "id": "stub",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
+        }
+        data = json.dumps(reply).encode()
+        self.send_response(200 if answer is not None else 400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def reader_url(bench):
+    pytest_socket.enable_socket()  # the suite blocks TCP; this stand-in endpoint listens on loopback
+    _Reader.questions, _Reader.bench, _Reader.prompts = bench.load_questions(SAMPLE), bench, []
+    server = HTTPServer(("127.0.0.1", 0), _Reader)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/v1"
+    server.shutdown()
+    pytest_socket.disable_socket(allow_unix_socket=True)
+
+
+def test_a_reader_on_an_openai_compatible_endpoint_is_scored_by_exact_match_and_f1(bench, tmp_path, reader_url):
     questions = bench.load_questions(SAMPLE)
-
-    def scripted(spec):  # answers right exactly when the context holds the answer
-        assert spec == "scripted:reader"
-
-        def answer(prompt: str) -> str:
-            body = prompt.split("\n", 1)[1]
-            for q in questions:
-                if prompt.startswith(f"Question: {q.text}\n"):
-                    return q.answers[0] if bench.answer_in(q, body) else "I do not know"
-            raise AssertionError("a prompt for an unknown question")
-
-        return answer
-
-    monkeypatch.setattr(bench, "_chat_model", scripted)
+    reader = bench.make_reader(reader_url, "stub-reader", api_key="sk-test")
     report = bench.run(
-        SAMPLE, budgets=[900], methods=["dense", "default"], cache_dir=tmp_path, model="scripted:reader", progress=False
+        SAMPLE,
+        budgets=[900],
+        methods=["dense", "default"],
+        cache_dir=tmp_path,
+        reader=reader,
+        reader_budget=900,
+        progress=False,
     )
-    for row in report["rows"]:
-        assert row["em"] == row["answer_in_context"] and row["f1"] == pytest.approx(row["em"])
-    assert "| EM | F1 |" in bench.format_table(report)
+    for row in report["rows"]:  # the stand-in answers right exactly when the context holds the answer
+        passages = report["passages"][row["method"]]
+        assert passages["em"] == row["answer_in_context"] and passages["f1"] == pytest.approx(passages["em"])
+        assert passages["reader_budget"] == 900
+    assert len(_Reader.prompts) == 2 * len(questions)
+    model, prompt, max_tokens, temperature = _Reader.prompts[0]
+    assert (model, max_tokens, temperature) == ("stub-reader", bench.READER_MAX_TOKENS, 0)
+    assert prompt.endswith(bench.READER_PROMPT.format(context="").lstrip())  # the same instructions for every method
+    assert "reader EM / F1 at 900" in bench.format_table(report)
     assert bench.token_f1(questions[0], "the " + questions[0].answers[0]) == 1.0
     assert 0 < bench.token_f1(questions[0], questions[0].answers[0] + " and more words") < 1
+
+
+def test_reader_flags_go_together(bench, capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--data", str(SAMPLE), "--reader-url", "http://127.0.0.1:1/v1"])
+    assert "--reader-url and --reader-model go together" in capsys.readouterr().err
 
 
 def test_the_graph_can_be_built_by_extraction_with_a_model(bench, tmp_path):
