@@ -369,8 +369,10 @@ def paths(
 
     with opened(store, embedding_model=embedding_model, llm=llm) as idx:
         result = _retrieve(idx, question, llm is not None, params)
-        # the graph alone: passages are what `pathrag query` lists among its sources
-        result = dataclasses.replace(result, items=[item for item in result.items if item.kind != "passage"])
+        # the graph alone: the key paths and the entity fill (passages are what `pathrag query` lists among
+        # its sources; the further paths are what a context shows when it has room)
+        fill = [item for item in result.items if item.kind == "entity"]
+        result = dataclasses.replace(result, items=[*result.key_paths, *fill])
         graph = subgraph(idx, result)
     if format is Format.json:
         typer.echo(json.dumps(as_json(result), indent=2, ensure_ascii=False))

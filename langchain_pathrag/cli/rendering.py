@@ -77,7 +77,7 @@ def arrow(nodes: Sequence[str]) -> str:
 
 def hop_summary(result: RetrievalResult) -> str:
     """How many key paths of each length, e.g. ``3 paths: 2 × 1 hop, 1 × 2 hops; mean 1.3 hops``."""
-    hops = [item.hops for item in result.paths]
+    hops = [item.hops for item in result.key_paths]
     if not hops:
         return "no paths"
     counts = ", ".join(f"{hops.count(h)} × {h} hop{'s' * (h != 1)}" for h in sorted(set(hops)))
@@ -91,7 +91,7 @@ def print_question(number: int, done: QuestionRun, show_prompt: bool) -> None:
     typer.echo(f"Keywords: {', '.join(result.keywords.low_level or result.keywords.high_level) or question.question}")
     typer.echo(f"Seed entities: {', '.join(result.seeds) or '(none)'}")
     typer.echo("Key paths (best first):")
-    for rank, item in enumerate(result.paths, 1):
+    for rank, item in enumerate(result.key_paths, 1):
         typer.echo(f"  {rank}. score {item.score:.4f}  {item.hops} hop{'s' * (item.hops != 1)}  {arrow(item.nodes)}")
     found = done.rank_of(question.expected_path)
     typer.echo(
@@ -178,8 +178,9 @@ Subgraph: TypeAlias = (
 
 def subgraph(index: PathRAGIndex, result: RetrievalResult) -> Subgraph:
     """The retrieved entities (first-seen order), the relations along the paths, and the seeds among them."""
-    names = list(dict.fromkeys(n for item in result.items for n in item.nodes))
-    pairs = list(dict.fromkeys((min(a, b), max(a, b)) for item in result.paths for a, b in pairwise(item.nodes)))
+    shown = [*result.key_paths, *(item for item in result.items if item.kind == "entity")]
+    names = list(dict.fromkeys(n for item in shown for n in item.nodes))
+    pairs = list(dict.fromkeys((min(a, b), max(a, b)) for item in result.key_paths for a, b in pairwise(item.nodes)))
     entities, relations = index.graph.get_entities(names), index.graph.get_relations(pairs)
     return (
         {n: entities.get(n) for n in names},
@@ -408,14 +409,14 @@ def _relation_between(relations: dict[tuple[str, str], Any], a: str, b: str) -> 
 def _best_box(result: RetrievalResult, relations: dict[tuple[str, str], Any]) -> str:
     """The best path as text, hop by hop with its relations: what a reader looks at first."""
     esc = html.escape
-    if not result.paths:
+    if not result.key_paths:
         why = (
             "No path joins the seed entities; the picture shows the seeds alone."
             if result.items
             else "No entity of the store matches the question."
         )
         return f'<section class="best-path" aria-label="Best path"><h2>No key path</h2><p>{why}</p></section>'
-    best = result.paths[0]
+    best = result.key_paths[0]
     hops = []
     for a, b in pairwise(best.nodes):
         relation = _relation_between(relations, a, b)
@@ -424,7 +425,7 @@ def _best_box(result: RetrievalResult, relations: dict[tuple[str, str], Any]) ->
             f": {esc(_first_sentence(relation.description))}" if relation is not None and relation.description else ""
         )
         hops.append(f'<li><b>{esc(a)}</b> — <span class="rel">{esc(keywords)}</span> — <b>{esc(b)}</b>{said}</li>')
-    count = len(result.paths)
+    count = len(result.key_paths)
     meta = (
         f"score {best.score:.4f} · {best.hops} hop{'s' * (best.hops != 1)} · "
         f"the most reliable of {count} key path{'s' * (count != 1)}"
@@ -444,7 +445,7 @@ def to_html(
     from pathrag.context import render_entity
 
     esc = html.escape
-    best = [str(n) for n in result.paths[0].nodes] if result.paths else []
+    best = [str(n) for n in result.key_paths[0].nodes] if result.key_paths else []
     best_pairs = {frozenset(p) for p in pairwise(best)}
     names = {name: _name_lines(name) for name in entities}
     halves = {name: max(_RADIUS + 2, max(_text_width(line, _NAME_SIZE) for line in names[name]) / 2) for name in names}

@@ -18,11 +18,12 @@ last, next to where the model starts writing (PathRAG, Sec. 3.3).
 
 * ``"paths"`` (the paper): the key paths only, least to most reliable (:func:`build_context`).
 * ``"evidence"`` (the default): source passages, least to most relevant, then the paths and entity
-  fill, least to most reliable (:func:`build_evidence_context`). Within a budget, items are taken in
-  this order while they fit: the best path; the passages, best first; the paths that bring a fact from
-  a passage not shown, best first; the other paths; the entity fill. Passages carry the most answers per
-  token on multi-hop questions (``benchmarks/multihop_qa.py``), so the paths fill the room they leave,
-  and the best path is always shown.
+  fill, least to most reliable (:func:`build_evidence_context`). Within a budget, items are taken while
+  they fit, paths and passages alternating by rank (the best path, the best passage, the second path,
+  the second passage...), then the entity fill: a path is a few dozen tokens and a passage a hundred or
+  more, so a small budget holds mostly paths, which carry the most answers per token, and a large one
+  mostly passages, which carry the most in all (``benchmarks/multihop_qa.py``). The best path is shown
+  whenever it fits.
 
 >>> from pathrag import Entity, Relation, ScoredPath
 >>> path = ScoredPath(nodes=("ALICE", "BOB"), score=0.9)
@@ -45,7 +46,7 @@ from typing import cast
 
 from .graph import GraphStore
 from .models import Entity, Relation, RetrievalResult, RetrievedItem, ScoredPath
-from .params import DEFAULT_CONTEXT_TOKENS, check_max_tokens
+from .params import DEFAULT_CONTEXT_TOKENS, DEFAULT_KEY_PATHS, check_max_tokens
 from .prompts import (
     ANSWER_INSTRUCTIONS,
     CONTEXT_TEMPLATE,
@@ -345,19 +346,24 @@ def context_blocks(context: PathContext) -> list[tuple[str, str]]:
 
 
 def _evidence_order(
-    passages: Sequence[RetrievedItem], graph: Sequence[RetrievedItem], take: Callable[[RetrievedItem], bool]
+    passages: Sequence[RetrievedItem],
+    graph: Sequence[RetrievedItem],
+    take: Callable[[RetrievedItem], bool],
+    key_paths: int,
 ) -> list[RetrievedItem]:
-    """The items ``take`` accepts, offered in the evidence layout's order (see the module docstring):
-    the best path, the passages, the paths bringing a fact from a passage not taken, the other paths,
-    the entity fill. Everything is best first; ``take`` says whether an item fits and keeps it."""
+    """The items ``take`` accepts, offered in the evidence layout's order (see the module docstring): the
+    ``key_paths`` best paths and the passages alternating by rank (the best path, the best passage, the
+    second path...), then the other paths, then the entity fill. Everything is best first; ``take`` says
+    whether an item fits and keeps it."""
     paths = [item for item in graph if item.path is not None]
     fill = [item for item in graph if item.path is None]
-    chosen = [item for item in paths[:1] if take(item)]
-    chosen += [item for item in passages if take(item)]
-    shown = {item.id for item in chosen if item.kind == "passage"}
-    news = [item for item in paths[1:] if not (item.source_ids and set(item.source_ids) <= shown)]
-    repeats = [item for item in paths[1:] if item not in news]
-    return chosen + [item for item in (*news, *repeats, *fill) if take(item)]
+    key, more = paths[:key_paths], paths[key_paths:]
+    pairs = (
+        item
+        for rank in range(max(len(key), len(passages)))
+        for item in (*key[rank : rank + 1], *passages[rank : rank + 1])
+    )
+    return [item for item in (*pairs, *more, *fill) if take(item)]
 
 
 def build_evidence_context(
@@ -367,10 +373,11 @@ def build_evidence_context(
     max_tokens: int | None = None,
     token_counter: TokenCounter | None = None,
     max_items: int | None = None,
+    key_paths: int = DEFAULT_KEY_PATHS,
 ) -> PathContext:
     """Lay out the query, then passages (least to most relevant), then paths and fill (least to most
     reliable), within ``max_tokens`` and at most ``max_items`` items; see the module docstring for the
-    order in which items are taken.
+    order in which items are taken (the ``key_paths`` best paths alternate with the passages).
 
     >>> from pathrag import RetrievedItem, ScoredPath
     >>> path = RetrievedItem("path", "p1", "A —owns→ B", 1.2, ("A", "B"), ("c1", "c3"),
@@ -414,7 +421,7 @@ def build_evidence_context(
             slots -= 1
         return True
 
-    chosen = _evidence_order(passages, graph, take)
+    chosen = _evidence_order(passages, graph, take, key_paths)
     while True:  # joining can tokenize differently from the parts: check the whole once more
         chosen_ids = {item.id for item in chosen}
         shown_passages = [i for i in reversed(passages) if i.id in chosen_ids]  # most relevant last, ties too
@@ -444,6 +451,7 @@ def items_context(
     max_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
     token_counter: TokenCounter | None = None,
     max_items: int | None = None,
+    key_paths: int = DEFAULT_KEY_PATHS,
 ) -> PathContext:
     """Lay out retrieved ``items`` for ``query`` in ``layout`` (``"paths"``: the paper's, paths only,
     :func:`build_context`; ``"evidence"``: passages, then paths and entity fill,
@@ -475,7 +483,9 @@ def items_context(
         )
     if layout != "evidence":
         raise ValueError(f"layout must be 'evidence' or 'paths', got {layout!r}")
-    return build_evidence_context(query, items, max_tokens=max_tokens, token_counter=token_counter, max_items=max_items)
+    return build_evidence_context(
+        query, items, max_tokens=max_tokens, token_counter=token_counter, max_items=max_items, key_paths=key_paths
+    )
 
 
 def result_context(
@@ -497,6 +507,7 @@ def result_context(
         max_tokens=result.max_tokens if isinstance(max_tokens, _Unset) else max_tokens,
         token_counter=token_counter,
         max_items=max_items,
+        key_paths=result.top_k,
     )
 
 

@@ -239,12 +239,12 @@ class QuestionRun:
     @property
     def hop_counts(self) -> dict[int, int]:
         """How many retrieved paths have each number of hops."""
-        return dict(sorted(Counter(item.hops for item in self.result.paths).items()))
+        return dict(sorted(Counter(item.hops for item in self.result.key_paths).items()))
 
     def rank_of(self, nodes: Sequence[str]) -> int | None:
         """1-based rank of the path through ``nodes`` (either direction) among the results, else None."""
         wanted = {tuple(nodes), tuple(reversed(nodes))}
-        return next((i for i, item in enumerate(self.result.paths, 1) if item.nodes in wanted), None)
+        return next((i for i, item in enumerate(self.result.key_paths, 1) if item.nodes in wanted), None)
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .params import DEFAULT_CONTEXT_TOKENS
+from .params import DEFAULT_CONTEXT_TOKENS, DEFAULT_KEY_PATHS
 
 __all__ = ["Entity", "Keywords", "Relation", "RetrievalResult", "RetrievedItem", "ScoredPath"]
 
@@ -217,8 +217,9 @@ class RetrievalResult:
     """Everything a query produced: key paths best first, then entity fill, then passages best first.
 
     ``context`` is the layout it was retrieved for (``"evidence"`` or ``"paths"``, see
-    :mod:`pathrag.context`) and ``max_tokens`` the budget it was retrieved for (``None``: no limit), which
-    :func:`pathrag.context.result_context` applies unless told otherwise.
+    :mod:`pathrag.context`), ``max_tokens`` the budget it was retrieved for (``None``: no limit), and
+    ``top_k`` the number of key paths it asked for (the evidence layout alternates them with the passages),
+    which :func:`pathrag.context.result_context` applies unless told otherwise.
     """
 
     query: str
@@ -227,11 +228,18 @@ class RetrievalResult:
     items: list[RetrievedItem] = field(default_factory=list)
     context: str = "evidence"
     max_tokens: int | None = DEFAULT_CONTEXT_TOKENS
+    top_k: int = DEFAULT_KEY_PATHS
 
     @property
     def paths(self) -> list[RetrievedItem]:
-        """The key-path items, in order."""
+        """The path items, in order: the key paths, then (in the evidence context) the further paths the
+        candidate relations form, which a layout shows while its budget has room."""
         return [item for item in self.items if item.kind == "path"]
+
+    @property
+    def key_paths(self) -> list[RetrievedItem]:
+        """The ``top_k`` best paths (what the paper calls the key paths), in order."""
+        return self.paths[: self.top_k]
 
     @property
     def passages(self) -> list[RetrievedItem]:

@@ -23,12 +23,22 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-__all__ = ["DEFAULT_CONTEXT_TOKENS", "MAX_TOKENS_LIMIT", "PathParams", "RetrievalParams", "check_max_tokens"]
+__all__ = [
+    "DEFAULT_CONTEXT_TOKENS",
+    "DEFAULT_KEY_PATHS",
+    "MAX_TOKENS_LIMIT",
+    "PathParams",
+    "RetrievalParams",
+    "check_max_tokens",
+]
 
 #: The context budget every entry point uses unless told otherwise: 4,000 tokens, the chunk budget
 #: LightRAG and the PathRAG reference code default to, and a small part of any current model's window.
 #: Without a limit, a retrieval's 100 passages could fill tens of thousands of tokens.
 DEFAULT_CONTEXT_TOKENS = 4000
+
+#: The paper's K: how many key paths a retrieval keeps (``top_k``) unless told otherwise.
+DEFAULT_KEY_PATHS = 15
 
 #: The largest budget accepted: ten million tokens is beyond any model's window, so a larger number is
 #: a mistake (a byte count, a missing unit), not a budget.
@@ -60,7 +70,7 @@ class PathParams:
     alpha: float = 0.8
     theta: float = 0.05
     max_hops: int | None = 3
-    top_k: int = 15
+    top_k: int = DEFAULT_KEY_PATHS
     paths_per_pair: int | None = None
     directed: bool = False
 
@@ -136,6 +146,9 @@ class RetrievalParams(PathParams):
             to the question (>= 0).
         max_tokens: the context's token budget (``None``: no limit; otherwise 1 to
             :data:`MAX_TOKENS_LIMIT`). Every entry point lays out what it shows within it.
+        more_paths: in the evidence context, after the ``top_k`` key paths, the further paths the
+            candidate relations form, which a layout shows while its budget has room (``False``: the
+            key paths only).
     """
 
     num_seeds: int = 40
@@ -143,6 +156,7 @@ class RetrievalParams(PathParams):
     num_passages: int = 100
     num_relations: int = 500
     max_tokens: int | None = DEFAULT_CONTEXT_TOKENS
+    more_paths: bool = True
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -153,6 +167,8 @@ class RetrievalParams(PathParams):
             if not (_is_int(value) and value >= 0):
                 raise ValueError(f"{name} must be an int >= 0, got {value!r}")
         check_max_tokens(self.max_tokens)
+        if not isinstance(self.more_paths, bool):  # "false" would be true
+            raise ValueError(f"more_paths must be True or False, got {self.more_paths!r}")
 
 
 def check_max_tokens(value: Any) -> int | None:

@@ -7,14 +7,11 @@ paths are built from relations, in three steps:
 
 1. **Candidates.** The ``num_relations`` relations whose vectors are nearest the question.
 2. **Weight** ``w = max(s, 0) · α^r``: ``s`` is the relation's similarity to the question and ``r`` the
-   rank of the best-ranked candidate passage it was extracted from (passages are ranked by similarity and
-   by the paper's flow from the entities of the passage most like the question, see
-   :mod:`pathrag.retrieval`); a relation that no candidate passage states counts as if its passage came
-   right after the last one. One short triple says little on its own, so its passage's rank, which the
-   flow shapes, vouches for it; each step down the ranking discounts it by the flow's own decay α, as
-   each hop does in the flow. Measured on MuSiQue (``benchmarks/multihop_qa.py``): relations by
-   similarity alone hold the answer for 32 / 42 % of questions at 300 / 600 tokens, chained as below with
-   these weights for 46 / 50 %.
+   rank of the best-ranked passage it was extracted from (passages are ranked by the flow from what the
+   question's most similar passages and named entities say, see :mod:`pathrag.passage_rank`); a
+   relation that no ranked passage states counts as if its passage came right after the last one. One
+   short triple says little on its own, so its passage's rank, which the flow shapes, vouches for it;
+   each step down the ranking discounts it by the flow's own decay α, as each hop does in the flow.
 3. **Chains.** In weight order, a relation extends the first path ending at one of its entities (at
    either end, unless that end is an entity the question names: a path runs from a named entity, and
    stops at one), when its other entity is not on that path yet and the path has fewer than ``max_hops``
@@ -42,13 +39,14 @@ like the question connect them.
 
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .context import path_relations
 from .models import Relation, ScoredPath
 
-__all__ = ["Chain", "WeightedRelation", "chain_relations", "merge_chains", "weigh_relations"]
+__all__ = ["Chain", "WeightedRelation", "chain_relations", "merge_chains", "more_chains", "weigh_relations"]
 
 
 @dataclass(frozen=True)
@@ -130,6 +128,17 @@ def _extend(chain: Chain, item: WeightedRelation, origins: Collection[str], max_
     return False
 
 
+def _reindex(at_ends: dict[str, list[int]], index: int, chain: Chain, relation: Relation) -> None:
+    """After chain ``index`` grew by ``relation``: it ends at the node it reached, no more at the joint."""
+    for node in (relation.source, relation.target):
+        listed = at_ends.setdefault(node, [])
+        is_end = node in (chain.nodes[0], chain.nodes[-1])
+        if is_end and index not in listed:
+            insort(listed, index)
+        elif not is_end and index in listed:
+            listed.remove(index)
+
+
 def chain_relations(
     weighted: Sequence[WeightedRelation],
     *,
@@ -139,17 +148,25 @@ def chain_relations(
 ) -> list[Chain]:
     """Chain weighted relations (best first) into at most ``max_paths`` paths, best first.
 
-    ``origins``: the entities the question names; a path touching one starts there.
+    ``origins``: the entities the question names; a path touching one starts there. A relation is offered
+    only to the paths ending at one of its entities (an index of the paths' ends), in the order they were
+    opened, so the work grows with the relations, not with relations times paths.
     """
     chains: list[Chain] = []
+    at_ends: dict[str, list[int]] = {}  # node -> the chains (by opening order) that end there
     for item in weighted:
-        if any(_extend(chain, item, origins, max_hops) for chain in chains):
+        relation = item.relation
+        touching = sorted({*at_ends.get(relation.source, ()), *at_ends.get(relation.target, ())})
+        extended = next((i for i in touching if _extend(chains[i], item, origins, max_hops)), None)
+        if extended is not None:
+            _reindex(at_ends, extended, chains[extended], relation)
             continue
         if len(chains) >= max_paths:
             continue
-        relation = item.relation
         start = relation.target if relation.target in origins and relation.source not in origins else relation.source
         chains.append(Chain([start, _other(relation, start)], [relation], [item.weight]))
+        for end in (relation.source, relation.target):
+            at_ends.setdefault(end, []).append(len(chains) - 1)
     for chain in chains:
         chain.named = sum(node in origins for node in chain.nodes)
         if chain.nodes[-1] in origins and chain.nodes[0] not in origins:  # read it from the named entity
@@ -158,6 +175,20 @@ def chain_relations(
             chain.weights.reverse()
     chains.sort(key=lambda c: -c.score)  # stable: equal scores keep the order they were opened in
     return chains
+
+
+def more_chains(
+    weighted: Sequence[WeightedRelation],
+    key: Sequence[Chain],
+    *,
+    origins: Collection[str] = (),
+    max_hops: int | None = 3,
+) -> list[Chain]:
+    """The further paths: the relations the ``key`` chains leave out, chained the same way with no limit
+    on their number, best first (the evidence layout shows them after the key paths while room allows)."""
+    used = {frozenset(relation.pair) for chain in key for relation in chain.relations}
+    left = [item for item in weighted if frozenset(item.relation.pair) not in used]
+    return chain_relations(left, origins=origins, max_paths=len(left), max_hops=max_hops)
 
 
 def merge_chains(

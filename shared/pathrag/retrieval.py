@@ -1,4 +1,4 @@
-"""Query time, one way through: query → keywords → seeds → passages → key paths → items.
+"""Query time, one way through: query → keywords → seeds → passages ↔ key paths → items.
 
 * **Keywords.** With an LLM, :data:`~pathrag.prompts.KEYWORDS_PROMPT` splits the question into
   high-level (themes) and low-level (names) keywords. Without one, or when its answer is unusable,
@@ -11,23 +11,19 @@
   rendered as a walk (:func:`pathrag.context.render_path`). ``context="evidence"`` (the default): the
   query-aware paths of :mod:`pathrag.query_paths`, chains of the ``num_relations`` relations most like
   the question, weighted by the rank of the passage they were stated in, each one line of relation
-  statements (:func:`pathrag.context.render_chain`). Without a ``relation_index`` (or with
+  statements (:func:`pathrag.context.render_chain`): the ``top_k`` key paths, then (``more_paths``)
+  the further paths the relations they leave out form. Without a ``relation_index`` (or with
   ``num_relations=0``) the evidence context's paths are the paper's, written as chains.
   Each path carries the union of its entities' and relations' source chunks.
 * **Fill.** When fewer than ``top_k`` paths exist, the best-matching seeds not on any path are added as
   single entities, so a graph that knows something relevant never returns nothing.
-* **Passages** (``context="evidence"``, the default, when a ``passage_index`` is given). The
-  ``num_passages`` chunks nearest the query are the candidates. The best of them is the *anchor*: its
-  entities start the same flow as the paths (:func:`pathrag.spread_resources`), and every entity
-  the flow reaches beyond them shares its resource equally among the passages it comes from. Up to
-  ``num_passages`` passages the flow reached but the search did not return join the candidates, as
-  similar as the least similar one (they can be no more similar than that). A passage's score is its
-  similarity ``s`` plus ``|s| * g / g_max``, where ``g`` is the resource it collected and ``g_max`` the
-  most any candidate collected: graph evidence can at most double a passage's similarity (or lift a
-  negative one to zero), and a passage that only resembles the question keeps its rank. The best
-  ``num_passages`` are returned. This is what brings in the second hop of a multi-hop question: a
-  passage about the entity the anchor points to. The paper's paths-only behaviour is
-  ``context="paths"``.
+* **Passages** (``context="evidence"``, the default, when a ``passage_index`` is given): the
+  ``num_passages`` chunks nearest the query are the candidates, and :mod:`pathrag.passage_rank` ranks
+  passages by the paper's flow run to convergence (a personalized PageRank) over entities and
+  passages, in two stages of one flow: from what the candidates and the question's named entities say,
+  which ranks the passages the key paths' relations are weighted by; then, continued, from the
+  passages the key paths were stated in as well. The best ``num_passages`` are returned, passages no
+  similarity reached among them (a multi-hop question's second and third hops).
 
 Bad input: a query that is not a string is a ``TypeError``; one longer than :data:`MAX_QUERY_CHARS`
 characters a ``ValueError``; control characters (NUL...) count as spaces; an empty query gives an
@@ -45,13 +41,11 @@ empty result.
 
 from __future__ import annotations
 
-import heapq
 import json
 import logging
 import re
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .context import path_lookups, path_names, path_pairs, path_relations, render_chain, render_entity, render_path
 from .graph import GraphStore
@@ -60,10 +54,12 @@ from .linking import linked_names, name_spans
 from .llm import LanguageModel, as_language_model, complete_sync
 from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
 from .params import RetrievalParams
+from .passage_rank import PassageRank, named_source, paths_source, ranked_ids, read_passages, similar_source, spread
 from .prompts import KEYWORDS_PROMPT
-from .pruning import afind_key_paths, aspread_resources, find_key_paths, spread_resources
-from .query_paths import Chain, chain_relations, merge_chains, weigh_relations
-from .vectors import VectorHit, VectorIndex
+from .pruning import afind_key_paths, find_key_paths
+from .query_paths import Chain, chain_relations, merge_chains, more_chains, weigh_relations
+from .steps import Step, Steps, arun, query_step, run
+from .vectors import VectorHit, VectorIndex, VectorItem
 
 __all__ = [
     "Keywords",
@@ -77,7 +73,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
 # -- keywords ---------------------------------------------------------------------------------------
@@ -237,82 +232,22 @@ def _fill(
 # -- passages ---------------------------------------------------------------------------------------
 
 
-def _passage_hits(index: VectorIndex, hits: Sequence[VectorHit]) -> list[VectorHit]:
-    """Hits with their text: from the hit, else from the index (:func:`_texts`); hits with none are dropped."""
-    texts = _texts(index, [hit.id for hit in hits if not hit.text])
+def _with_text(hits: Sequence[VectorHit], texts: Mapping[str, VectorItem]) -> list[VectorHit]:
+    """Hits with their text: from the hit, else from ``texts`` (items read from the index); hits with
+    none are dropped."""
     found = []
     for hit in hits:
-        text = hit.text or texts.get(hit.id, "")
-        if text.strip():
+        text = hit.text or (texts[hit.id].text if hit.id in texts else "")
+        if text and text.strip():
             found.append(VectorHit(hit.id, hit.score, hit.metadata, text))
     return found
 
 
-def _texts(index: VectorIndex, ids: Sequence[str]) -> dict[str, str]:
-    """The texts the index holds for ``ids``: in one read where it has ``get_many`` (the embedded store's),
-    else through its ``get(id)`` for each (none without a ``get``)."""
-    if not ids:
-        return {}
-    many = getattr(index, "get_many", None)
-    if callable(many):
-        return {item_id: item.text or "" for item_id, item in many(ids).items()}
-    lookup = getattr(index, "get", None)
-    if not callable(lookup):
-        return {}
-    return {item_id: getattr(lookup(item_id), "text", "") or "" for item_id in dict.fromkeys(ids)}
-
-
-def _anchor_entities(anchor: VectorHit, seeds: Sequence[str], entities: Mapping[str, Entity]) -> list[str]:
-    """The entities of the best passage: its ``entities`` metadata (written by the index and the
-    importers), else the seeds that cite it."""
-    listed = anchor.metadata.get("entities") if isinstance(anchor.metadata, Mapping) else None
-    if isinstance(listed, (list, tuple)) and listed:
-        return sorted({str(name) for name in listed})
-    return sorted(name for name in seeds if name in entities and anchor.id in entities[name].source_ids)
-
-
-def _collected(resources: Mapping[str, float], reached: Mapping[str, Entity]) -> dict[str, float]:
-    """Resource per passage: each reached entity shares its resource equally among the passages it
-    comes from (an entity named everywhere says little about any one passage)."""
-    gathered: dict[str, float] = {}
-    for name, entity in reached.items():
-        if not entity.source_ids:
-            continue
-        share = resources.get(name, 0.0) / len(entity.source_ids)
-        for cid in entity.source_ids:
-            gathered[cid] = gathered.get(cid, 0.0) + share
-    return gathered
-
-
-def _passage_items(hits: Sequence[VectorHit], gathered: Mapping[str, float]) -> list[RetrievedItem]:
-    """Passages best first: similarity plus ``|similarity| * g / g_max`` (graph evidence at most doubles a
-    positive similarity and lifts a negative one at most to zero)."""
-    best = max((gathered.get(hit.id, 0.0) for hit in hits), default=0.0)
-    scored = [
-        (hit.score + abs(hit.score) * (gathered.get(hit.id, 0.0) / best if best > 0 else 0.0), hit) for hit in hits
+def _passage_items(ids: Sequence[str], scores: Mapping[str, float], texts: Mapping[str, str]) -> list[RetrievedItem]:
+    """Passages with a text, in the order given, scored by ``scores``."""
+    return [
+        RetrievedItem("passage", cid, texts[cid], scores.get(cid, 0.0), (), (cid,)) for cid in ids if texts.get(cid)
     ]
-    scored.sort(key=lambda pair: (-pair[0], pair[1].id))
-    return [RetrievedItem("passage", hit.id, hit.text, score, (), (hit.id,)) for score, hit in scored]
-
-
-def _reached_hits(
-    index: VectorIndex, hits: Sequence[VectorHit], gathered: Mapping[str, float], limit: int
-) -> list[VectorHit]:
-    """Passages the flow reached that the similarity search did not return (most resource first, at
-    most ``limit``), with their text from the index's ``get``. Each is scored as similar as the least
-    similar candidate: not being among the candidates, it is at most that similar."""
-    if not hits:
-        return []
-    returned = {hit.id for hit in hits}
-    floor = min(hit.score for hit in hits)
-    extra = heapq.nsmallest(limit, (cid for cid in gathered if cid not in returned), key=lambda c: (-gathered[c], c))
-    return _passage_hits(index, [VectorHit(cid, floor) for cid in extra])
-
-
-def _beyond(resources: Mapping[str, float], anchors: Sequence[str]) -> list[str]:
-    """Entities the flow reached other than the anchors (what the anchor passage already says is no news)."""
-    skip = set(anchors)
-    return [name for name in resources if name not in skip]
 
 
 #: The longest query accepted, in characters: ten thousand is pages of text, far beyond a question.
@@ -362,7 +297,7 @@ def retrieve(
         TypeError: ``query`` is not a string, or an override is not a :class:`RetrievalParams` field.
         ValueError: an override has an invalid value, or the query is longer than :data:`MAX_QUERY_CHARS`.
     """
-    return _run(_retrieval(query, graph, entity_index, passage_index, relation_index, llm, _params(params, overrides)))
+    return run(_retrieval(query, graph, entity_index, passage_index, relation_index, llm, _params(params, overrides)))
 
 
 async def aretrieve(
@@ -377,55 +312,9 @@ async def aretrieve(
     **overrides: Any,
 ) -> RetrievalResult:
     """Async twin of :func:`retrieve`: the same steps, each awaited."""
-    return await _arun(
+    return await arun(
         _retrieval(query, graph, entity_index, passage_index, relation_index, llm, _params(params, overrides))
     )
-
-
-@dataclass(frozen=True)
-class _Step:
-    """One read of a retrieval, as a sync call and its async twin; :func:`retrieve` runs the first and
-    :func:`aretrieve` awaits the second, so the retrieval itself is written once (:func:`_retrieval`)."""
-
-    run: Callable[[], Any]
-    arun: Callable[[], Awaitable[Any]]
-
-
-def _run(steps: Generator[_Step, Any, T]) -> T:
-    """Drive ``steps`` with sync calls; a step's exception is raised inside ``steps``, where it was asked."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as done:
-            result: T = done.value  # the generator's return value (StopIteration types it Any)
-            return result
-        try:
-            value, error = step.run(), None
-        except Exception as exc:
-            value, error = None, exc
-
-
-async def _arun(steps: Generator[_Step, Any, T]) -> T:
-    """Async twin of :func:`_run`."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = steps.throw(error) if error is not None else steps.send(value)
-        except StopIteration as done:
-            result: T = done.value  # the generator's return value (StopIteration types it Any)
-            return result
-        try:
-            value, error = await step.arun(), None
-        except Exception as exc:
-            value, error = None, exc
-
-
-def _query_step(index: VectorIndex, text: str, k: int) -> _Step:
-    """The step searching ``index`` for the ``k`` items nearest ``text``."""
-    return _Step(lambda: index.query(text, k), lambda: index.aquery(text, k))
 
 
 def _retrieval(
@@ -436,11 +325,16 @@ def _retrieval(
     relation_index: VectorIndex | None,
     llm: LanguageModel | None,
     params: RetrievalParams,
-) -> Generator[_Step, Any, RetrievalResult]:
-    """The retrieval, yielding each read as a :class:`_Step` and receiving its result (or its error)."""
+) -> Steps[RetrievalResult]:
+    """The retrieval, yielding each read as a :class:`~pathrag.steps.Step` and receiving its result (or its error)."""
     query = _check(query)
     result = RetrievalResult(
-        query=query, keywords=Keywords(), seeds=[], context=params.context, max_tokens=params.max_tokens
+        query=query,
+        keywords=Keywords(),
+        seeds=[],
+        context=params.context,
+        max_tokens=params.max_tokens,
+        top_k=params.top_k,
     )
     if not query or params.top_k == 0:
         return result
@@ -449,91 +343,107 @@ def _retrieval(
         model = as_language_model(llm)  # outside the try: a wrong type is an error, not a reason to fall back
         prompt = KEYWORDS_PROMPT.format(question=query)
         try:  # complete_sync runs async-only models too
-            answer = yield _Step(lambda: complete_sync(model, prompt), lambda: model.acomplete(prompt))
+            answer = yield Step(lambda: complete_sync(model, prompt), lambda: model.acomplete(prompt))
         except Exception as exc:  # the query text still works as a keyword
             logger.warning("keyword extraction failed, searching with the query text: %r", exc)
     result.keywords = _keywords_or_query(query, answer)
     evidence = params.context == "evidence"
-    named: list[str] = []
+    named: dict[str, Entity] = {}
     if evidence:  # the paper's seeds come from the keywords alone
         spans = name_spans(query)
         keys = [span.key for span in spans]
-        found = (yield _Step(lambda: graph.get_entities(keys), lambda: graph.aget_entities(keys))) if keys else {}
-        named = linked_names(spans, found)
+        found = (yield Step(lambda: graph.get_entities(keys), lambda: graph.aget_entities(keys))) if keys else {}
+        named = {name: found[name] for name in linked_names(spans, found)}
     hit_lists = []
     for term in _search_terms(query, result.keywords):
-        hit_lists.append((yield _query_step(entity_index, term, params.num_seeds)))
-    seeds = result.seeds = pick_seeds(hit_lists, params.num_seeds, first=named)
-    passages: list[RetrievedItem] = []
+        hit_lists.append((yield query_step(entity_index, term, params.num_seeds)))
+    seeds = result.seeds = pick_seeds(hit_lists, params.num_seeds, first=list(named))
+    candidates: list[VectorHit] = []
     if evidence and passage_index is not None and params.num_passages > 0:
-        passages = yield from _ranked_passages(query, graph, passage_index, seeds, params)
+        found_hits = yield query_step(passage_index, query, params.num_passages)
+        missing = [hit.id for hit in found_hits if not hit.text]
+        read = (yield Step(lambda: read_passages(passage_index, missing), None)) if missing else {}
+        candidates = _with_text(found_hits, read)
+    flow: PassageRank | None = None  # the passages' ranking, when there are passages
+    if candidates and passage_index is not None:  # what the passages and the question say
+        flow = PassageRank(alpha=params.alpha)
+        flow.add_source(similar_source(candidates))
+        flow.add_source(named_source(named))
+        flow = yield from spread(flow, graph, passage_index, directed=params.directed)
     entities: Mapping[str, Entity] | None = None  # the seeds' entities, for the fill
     if evidence and relation_index is not None and params.num_relations > 0:
-        paths = yield from _query_paths(query, graph, relation_index, passages, named, params)
+        ranks = _ranks(flow, candidates)
+        paths = yield from _query_paths(query, graph, relation_index, ranks, list(named), params)
     else:
-        found_paths = yield _Step(
+        found_paths = yield Step(
             lambda: find_key_paths(graph, seeds, params), lambda: afind_key_paths(graph, seeds, params)
         )
         names, pairs = path_lookups(found_paths, seeds)
-        relations = yield _Step(lambda: graph.get_relations(pairs), lambda: graph.aget_relations(pairs))
-        entities = yield _Step(lambda: graph.get_entities(names), lambda: graph.aget_entities(names))
+        relations = yield Step(lambda: graph.get_relations(pairs), lambda: graph.aget_relations(pairs))
+        entities = yield Step(lambda: graph.get_entities(names), lambda: graph.aget_entities(names))
         paths = _paper_path_items(found_paths, entities, relations, as_chains=evidence)
+    passages: list[RetrievedItem] = []
+    if flow is not None and passage_index is not None:  # and what the key paths found
+        flow.add_source(paths_source(paths[: params.top_k]))
+        flow = yield from spread(flow, graph, passage_index, directed=params.directed)
+        passages = yield from _ranked_passages(flow, passage_index, candidates, params.num_passages)
     if len(paths) < params.top_k and seeds:
         if entities is None:
-            entities = yield _Step(lambda: graph.get_entities(seeds), lambda: graph.aget_entities(seeds))
+            entities = yield Step(lambda: graph.get_entities(seeds), lambda: graph.aget_entities(seeds))
         paths += _fill(paths, seeds, entities, params.top_k)
     result.items = [*paths, *passages]
     return result
 
 
+def _ranks(flow: PassageRank | None, candidates: Sequence[VectorHit]) -> dict[str, int] | None:
+    """Each passage's rank (0 = best) by the flow so far, for weighing the relations stated in it
+    (``None`` without passages)."""
+    if flow is None:
+        return None
+    return {cid: rank for rank, cid in enumerate(ranked_ids(flow, [hit.id for hit in candidates]))}
+
+
 def _ranked_passages(
-    query: str, graph: GraphStore, index: VectorIndex, seeds: Sequence[str], params: RetrievalParams
-) -> Generator[_Step, Any, list[RetrievedItem]]:
-    """The candidate passages, ranked by similarity and the flow from the best one's entities."""
-    found = yield _query_step(index, query, params.num_passages)
-    hits = _passage_hits(index, found)
-    if not hits:
-        return []
-    anchors = _anchor_entities(hits[0], seeds, {})
-    if not anchors:  # the index wrote no entity list: the seeds extracted from the anchor passage
-        cited = yield _Step(lambda: graph.get_entities(seeds), lambda: graph.aget_entities(seeds))
-        anchors = _anchor_entities(hits[0], seeds, cited)
-    resources = yield _Step(
-        lambda: spread_resources(graph, anchors, params), lambda: aspread_resources(graph, anchors, params)
-    )
-    beyond = _beyond(resources, anchors)
-    reached = yield _Step(lambda: graph.get_entities(beyond), lambda: graph.aget_entities(beyond))
-    gathered = _collected(resources, reached)
-    hits += _reached_hits(index, hits, gathered, params.num_passages)
-    return _passage_items(hits, gathered)[: params.num_passages]
+    flow: PassageRank, index: VectorIndex, candidates: Sequence[VectorHit], limit: int
+) -> Steps[list[RetrievedItem]]:
+    """The ``limit`` best passages by the flow, with their texts (read where the flow did not)."""
+    best = ranked_ids(flow, [hit.id for hit in candidates])[:limit]
+    texts = {hit.id: hit.text or "" for hit in candidates}
+    texts.update({cid: item.text or "" for cid, item in flow.passages.items()})
+    missing = [cid for cid in best if not texts.get(cid)]
+    if missing:
+        read = yield Step(lambda: read_passages(index, missing), None)
+        texts.update({cid: item.text or "" for cid, item in read.items()})
+    return _passage_items(best, flow.scores(), texts)
 
 
 def _query_paths(
     query: str,
     graph: GraphStore,
     index: VectorIndex,
-    passages: Sequence[RetrievedItem],
+    passage_ranks: Mapping[str, int] | None,
     named: Sequence[str],
     params: RetrievalParams,
-) -> Generator[_Step, Any, list[RetrievedItem]]:
-    """The query-aware key paths (:mod:`pathrag.query_paths`), and the paper's key paths between the
-    entities the question names, all scored by the weights of their relations."""
-    hits = yield _query_step(index, query, params.num_relations)
+) -> Steps[list[RetrievedItem]]:
+    """The ``top_k`` query-aware key paths (:mod:`pathrag.query_paths`) with the paper's key paths between
+    the entities the question names, all scored by the weights of their relations, best first; then the
+    further paths the relations they leave out form, best first (the layout shows as many as it holds)."""
+    hits = yield query_step(index, query, params.num_relations)
     paired = [(hit, pair) for hit in hits if (pair := _hit_pair(hit)) is not None]
     pairs = list(dict.fromkeys(pair for _, pair in paired))
-    relations = yield _Step(lambda: graph.get_relations(pairs), lambda: graph.aget_relations(pairs))
+    relations = yield Step(lambda: graph.get_relations(pairs), lambda: graph.aget_relations(pairs))
     candidates = [(relations[pair], hit.score) for hit, pair in paired if pair in relations]
-    ranks = {item.id: rank for rank, item in enumerate(passages)} if passages else None
-    weighted = weigh_relations(_unique(candidates), ranks, alpha=params.alpha)
+    weighted = weigh_relations(_unique(candidates), passage_ranks, alpha=params.alpha)
     chains = chain_relations(weighted, origins=set(named), max_paths=params.top_k, max_hops=params.max_hops)
     if len(named) >= 2:  # the paper's flow joins the named entities; relations like the question score them
-        joining = yield _Step(
+        joining = yield Step(
             lambda: find_key_paths(graph, named, params), lambda: afind_key_paths(graph, named, params)
         )
         hops = [pair for path in joining for pair in path_pairs(path)]
-        found = (yield _Step(lambda: graph.get_relations(hops), lambda: graph.aget_relations(hops))) if hops else {}
+        found = (yield Step(lambda: graph.get_relations(hops), lambda: graph.aget_relations(hops))) if hops else {}
         chains = merge_chains(chains, joining, found, weighted, params.top_k, set(named))
-    return _chain_items(chains)
+    more = more_chains(weighted, chains, origins=set(named), max_hops=params.max_hops) if params.more_paths else []
+    return _chain_items([*chains, *more])
 
 
 def _hit_pair(hit: VectorHit) -> tuple[str, str] | None:

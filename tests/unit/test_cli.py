@@ -108,7 +108,7 @@ def test_demo_prints_seeds_key_paths_hops_tokens_and_prompts() -> None:
         listed = re.findall(r"^  \d+\. score (\d\.\d{4})  (\d) hops?  (.+)$", section, re.M)
         assert listed and any(path in arrows(q.expected_path) for _, _, path in listed), section
         assert re.search(r"^Hops: \d+ paths: ", section, re.M)
-        context = re.search(r"^Context: ([\d,]+) tokens, \d paths .*, within the 4,000-token budget$", section, re.M)
+        context = re.search(r"^Context: ([\d,]+) tokens, \d+ paths .*, within the 4,000-token budget$", section, re.M)
         assert context and int(context[1].replace(",", "")) <= 4000, section  # the default budget, said
         prompt = section.split(" tokens) ──", 1)[1].split("\n── end of prompt ─", 1)[0].split("\n", 1)[1]
         # the printed prompt is a context within that budget, then the instructions
@@ -116,7 +116,8 @@ def test_demo_prints_seeds_key_paths_hops_tokens_and_prompts() -> None:
         assert count_tokens(prompt.removesuffix(f"\n\n{EVIDENCE_INSTRUCTIONS}")) <= 4000
         assert prompt.startswith(f"Question: {q.question}\n\nPassages, least to most relevant:")
         assert prompt.endswith("say so rather than guessing.")
-        assert 1 <= len(re.findall(r"^Path \d+:$", prompt, re.M)) <= len(listed)  # the best path, within budget
+        # the best key path, and as many paths as the budget holds after it (the further paths included)
+        assert 1 <= len(re.findall(r"^Path \d+:$", prompt, re.M))
     assert "the reference path of 3 of 3 questions is among the key paths" in out
     assert "set OPENAI_API_KEY to have a model answer" in out
     assert "Answer:" not in out
@@ -157,7 +158,8 @@ def test_index_again_skips_unchanged_files(store: Path, docs: Path) -> None:
 def test_round_trip_index_paths_delete_paths(store: Path) -> None:
     before = paths_json(store)
     assert sorted(before["seeds"]) == ["LANTERN NIGHT FLOOD", "ODRIC PELHAM"]
-    assert list(Q1.expected_path) in [item["nodes"] for item in before["items"]]
+    found = [item["nodes"] for item in before["items"]]  # a path joining two named entities reads either way
+    assert list(Q1.expected_path) in found or list(reversed(Q1.expected_path)) in found
     for item in before["items"]:
         assert item["kind"] == "path" and item["hops"] == len(item["nodes"]) - 1 and item["score"] > 0
 
@@ -191,7 +193,8 @@ def test_paths_shows_the_paths_query_puts_in_the_prompt(store: Path) -> None:
     assert prompt.exit_code == 0, prompt.output
     sent = [item["nodes"] for item in json.loads(prompt.stdout)["sources"] if item["kind"] == "path"]
     listed = [item["nodes"] for item in shown["items"]]
-    assert sent and all(nodes in listed for nodes in sent)
+    # `paths` lists the key paths; the prompt shows them (the best first) and further paths where room allows
+    assert listed[0] in sent and len(listed) <= 15
     assert all(item["kind"] == "path" for item in shown["items"])  # the passages are `query`'s sources only
     paper = paths_json(store, Q1.question, "--context", "paths")
     assert [item["nodes"] for item in paper["items"]] != listed  # --context paths: the paper's paths
@@ -473,7 +476,7 @@ def test_query_context_only_prints_the_exact_prompt(store: Path) -> None:
     assert prompt.rstrip().endswith("say so rather than guessing.")
     assert prompt.index("\nPassage 1:\n") < prompt.index("\nPath 1:\n")  # passages, then paths (most reliable last)
     blocks = re.findall(r"^Path (\d+):\n(.+)$", prompt, re.M)
-    assert 1 <= len(blocks) <= 15  # the key paths (at most top_k), one line of relation statements each
+    assert len(blocks) >= 1  # the key paths, then further paths: one line of relation statements each
     assert all("→ " in line or "— " in line for _, line in blocks)
     # the question names both ends: the best path (shown last) joins them
     assert "ODRIC PELHAM" in blocks[-1][1] and "LANTERN NIGHT FLOOD" in blocks[-1][1], blocks

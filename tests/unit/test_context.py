@@ -137,32 +137,27 @@ def test_evidence_layout_is_query_passages_ascending_then_paths_most_reliable_la
     assert paths_only.instructions == ANSWER_INSTRUCTIONS and "Passages" not in paths_only.text
 
 
-def test_evidence_budget_best_path_first_then_passages_then_paths_with_new_facts():
+def test_evidence_budget_takes_key_paths_and_passages_alternating_then_more_paths():
     from pathrag.context import build_evidence_context
 
     passages, new_fact, repeat = _evidence_items()
-    items = [repeat, *passages, new_fact]
-    ids = lambda ctx: [i.id for i in ctx.items]  # noqa: E731
-    whole = build_evidence_context("Q?", items, token_counter=len)
+    more = RetrievedItem("path", "p-more", "A -> Y", 0.5, ("A", "Y"), ("c8",), ScoredPath(nodes=("A", "Y"), score=0.5))
+    items = [repeat, *passages, new_fact, more]
+    whole = build_evidence_context("Q?", items, token_counter=len, key_paths=2)
+    assert [i.id for i in whole.ranked] == ["p-new", "c0", "p-old", "c1", "c2", "c3", "c4", "p-more"]
+    assert [i.id for i in whole.items] == ["c4", "c3", "c2", "c1", "c0", "p-more", "p-old", "p-new"]  # shown ascending
     for budget in range(120, whole.tokens + 1, 7):
-        ctx = build_evidence_context("Q?", items, max_tokens=budget, token_counter=len)
+        ctx = build_evidence_context("Q?", items, max_tokens=budget, token_counter=len, key_paths=2)
         assert ctx.tokens <= budget
-        shown = ids(ctx)
-        assert "p-new" in shown  # the best path is always shown when it fits
-        passages_shown = [i for i in shown if i.startswith("c")]
-        # passages best first: the ones shown are the best ones
-        assert sorted(passages_shown) == [f"c{n}" for n in range(len(passages_shown))]
-        if "p-old" in shown:  # p-old only repeats c0: it comes after every passage that fits
-            unshown = [p for p in passages if p.id not in shown]
-            assert all(len(f"\n\nPassage 9:\n{p.text}") > budget - ctx.tokens for p in unshown)
-    assert ids(whole) == ["c4", "c3", "c2", "c1", "c0", "p-old", "p-new"]
-    # a path bringing a fact from a passage not shown is taken before one repeating a shown passage
-    other_new = RetrievedItem(
-        "path", "p-far", "A -> Y", 0.5, ("A", "Y"), ("c8",), ScoredPath(nodes=("A", "Y"), score=0.5)
-    )
-    room = build_evidence_context("Q?", [*passages, new_fact], token_counter=len).tokens + 25  # one short path
-    ctx = build_evidence_context("Q?", [*items, other_new], max_tokens=room, token_counter=len)
-    assert "p-far" in ids(ctx) and "p-old" not in ids(ctx)
+        taken = [i.id for i in ctx.ranked]
+        # what fits is a prefix of the order, skipping an item that does not fit for one that does
+        order = [i.id for i in whole.ranked]
+        assert taken == [i for i in order if i in taken]
+        if ctx.tokens + len("\n\nPath 9:\nA -> Z") <= budget:
+            assert "p-new" in taken  # the best path is shown whenever it fits
+    # with one key path, the second path waits for every passage
+    one = build_evidence_context("Q?", items, token_counter=len, key_paths=1)
+    assert [i.id for i in one.ranked] == ["p-new", "c0", "c1", "c2", "c3", "c4", "p-old", "p-more"]
 
 
 def test_evidence_max_items_keeps_the_first_items_of_the_order():
@@ -171,7 +166,7 @@ def test_evidence_max_items_keeps_the_first_items_of_the_order():
     passages, new_fact, repeat = _evidence_items()
     items = [repeat, *passages, new_fact]
     assert [i.id for i in build_evidence_context("Q?", items, max_items=1).items] == ["p-new"]
-    assert [i.id for i in build_evidence_context("Q?", items, max_items=3).items] == ["c1", "c0", "p-new"]
+    assert [i.id for i in build_evidence_context("Q?", items, max_items=3).items] == ["c0", "p-old", "p-new"]
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="max_items"):
             build_evidence_context("Q?", items, max_items=bad)

@@ -188,7 +188,7 @@ def test_demo_finds_each_questions_expected_path(demo_run) -> None:
         assert set(run.result.seeds) == {q.expected_path[0], q.expected_path[-1]}
         assert run.rank_of(q.expected_path) is not None, q.question
         assert run.rank_of(tuple(reversed(q.expected_path))) == run.rank_of(q.expected_path)
-        assert len(run.result.paths) <= DEMO_PARAMS.top_k
+        assert len(run.result.key_paths) <= DEMO_PARAMS.top_k
 
 
 def test_demo_prompt_is_the_context_then_the_instructions(demo_run) -> None:
@@ -220,8 +220,8 @@ def test_demo_prompts_are_the_default_budget_and_the_instructions(demo_run) -> N
 
 def test_demo_hop_counts_match_the_paths(demo_run) -> None:
     for run in demo_run.questions:
-        assert sum(run.hop_counts.values()) == len(run.result.paths)
-        assert all(run.hop_counts[item.hops] >= 1 for item in run.result.paths)
+        assert sum(run.hop_counts.values()) == len(run.result.key_paths)
+        assert all(run.hop_counts[item.hops] >= 1 for item in run.result.key_paths)
 
 
 def test_demo_answers_with_the_given_model_and_sends_it_the_exact_prompt() -> None:

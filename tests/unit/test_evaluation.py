@@ -489,7 +489,9 @@ def test_registry_builds_named_configurations_and_plugs_in_new_ones(tmp_path):
     from pathrag.evaluation import ConfigurationOptions
 
     assert {"default", "paths-only", "pathrag-lt"} <= set(configuration_names())
-    register_configuration("test-k1", lambda index, o: path_configuration(index, o, name="test-k1", top_k=1))
+    register_configuration(
+        "test-k1", lambda index, o: path_configuration(index, o, name="test-k1", top_k=1, more_paths=False)
+    )
     with pytest.raises(ValueError, match="already registered"):
         register_configuration("TEST-K1", lambda index, o: None)
     index, _ = open_demo_index()

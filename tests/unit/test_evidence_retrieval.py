@@ -1,4 +1,4 @@
-"""The evidence retrieval: the flow from the best passage's entities ranks source passages."""
+"""The evidence retrieval: passages ranked by the flow from what the passages, the question and the key paths say."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pathrag import (
+    BaseGraphStore,
     Entity,
     HashingEmbedder,
     InMemoryVectorIndex,
@@ -19,10 +20,15 @@ from pathrag import (
     aretrieve,
     aspread_resources,
     find_key_paths,
+    passage_rank,
     propagate_resources,
     retrieve,
     spread_resources,
 )
+from pathrag.graph import Neighborhood
+from pathrag.passage_rank import PassageRank
+from pathrag.steps import run
+from pathrag.vector_items import chunk_metadata, entity_vector_item, relation_vector_item
 
 # -- spread_resources is the sum of each start's propagation -------------------------------------------
 
@@ -57,17 +63,17 @@ def test_spread_edge_cases():
         spread_resources(graph, "abc")
 
 
-# -- passages: the anchor's flow lifts the passage about the bridge entity ------------------------------
+# -- passages: the flow from what the question names reaches the bridge ------------------------------
 
-# Q: "Who founded the company that built the Orla bridge?"  P1 (anchor) says Kessel Works built the
-# bridge; P2 says who founded Kessel Works (the answer) but shares few words with the question; P3 is a
-# look-alike about another bridge's founder that the graph does not connect.
+# Q: "Who founded the company that built the Orla bridge?"  P1 says Kessel Works built the bridge; P2
+# says who founded Kessel Works (the answer) but shares few words with the question; P3 is a look-alike
+# about another bridge's founder that the graph does not connect.
 P1 = "The company that built the Orla bridge was Kessel Works, in 1902."
 P2 = "Kessel Works was the company Ida Marr founded; she was an engineer from Vell."
 P3 = "The Grey bridge company was founded by Tom Pike."
 
 
-def _evidence_fixture():
+def _evidence_fixture(metadata: bool = True):
     entities = [
         Entity(name="ORLA BRIDGE", source_ids=["p1"]),
         Entity(name="KESSEL WORKS", source_ids=["p1", "p2"]),
@@ -77,76 +83,180 @@ def _evidence_fixture():
         Entity(name="TOM PIKE", source_ids=["p3"]),
     ]
     relations = [
-        Relation(source="KESSEL WORKS", target="ORLA BRIDGE", description="built", source_ids=["p1"]),
-        Relation(source="IDA MARR", target="KESSEL WORKS", description="founded", source_ids=["p2"]),
-        Relation(source="IDA MARR", target="VELL", description="from", source_ids=["p2"]),
-        Relation(source="TOM PIKE", target="GREY BRIDGE", description="founded", source_ids=["p3"]),
+        Relation(source="KESSEL WORKS", target="ORLA BRIDGE", keywords=["built"], source_ids=["p1"]),
+        Relation(source="IDA MARR", target="KESSEL WORKS", keywords=["founded"], source_ids=["p2"]),
+        Relation(source="IDA MARR", target="VELL", keywords=["from"], source_ids=["p2"]),
+        Relation(source="TOM PIKE", target="GREY BRIDGE", keywords=["founded"], source_ids=["p3"]),
     ]
     graph = NetworkXGraphStore()
     graph.upsert_entities(entities)
     graph.upsert_relations(relations)
     embedder = HashingEmbedder()
     entity_index = InMemoryVectorIndex(embedder)
-    entity_index.upsert([VectorItem(e.name, e.name, {"name": e.name}) for e in entities])
+    entity_index.upsert([entity_vector_item(e) for e in entities])
+    relation_index = InMemoryVectorIndex(embedder)
+    relation_index.upsert([relation_vector_item(r) for r in relations])
     passages = InMemoryVectorIndex(embedder)
-    mentions = {
-        "p1": ["ORLA BRIDGE", "KESSEL WORKS"],
-        "p2": ["KESSEL WORKS", "IDA MARR", "VELL"],
-        "p3": ["GREY BRIDGE", "TOM PIKE"],
-    }
+    mentions = {cid: [e.name for e in entities if cid in e.source_ids] for cid in ("p1", "p2", "p3")}
     passages.upsert(
         [
-            VectorItem(cid, text, {"chunk_id": cid, "entities": mentions[cid]})
+            VectorItem(cid, text, chunk_metadata(cid, mentions[cid]) if metadata else {})
             for cid, text in (("p1", P1), ("p2", P2), ("p3", P3))
         ]
     )
-    return graph, entity_index, passages
+    return {"graph": graph, "entity_index": entity_index, "relation_index": relation_index, "passage_index": passages}
 
 
 QUESTION = "Who founded the company that built the Orla bridge?"
 
 
-def test_the_anchor_flow_ranks_the_bridge_passage_above_a_look_alike():
-    graph, entity_index, passages = _evidence_fixture()
-    similarity = {hit.id: hit.score for hit in passages.query(QUESTION, 3)}
-    assert similarity["p3"] > similarity["p2"]  # by words alone the look-alike wins
-    result = retrieve(QUESTION, graph=graph, entity_index=entity_index, passage_index=passages, num_seeds=3)
-    ranked = [item.id for item in result.passages]
-    assert ranked.index("p2") < ranked.index("p3")  # the flow from P1's entities reaches Ida Marr
-    scores = {item.id: item.score for item in result.passages}
-    assert scores["p3"] == pytest.approx(similarity["p3"])  # no graph evidence: similarity unchanged
-    assert similarity["p2"] < scores["p2"] <= similarity["p2"] + abs(similarity["p2"])  # at most doubled (or 0)
+def test_a_passage_the_search_misses_is_ranked_in_through_the_bridge_entity():
+    stores = _evidence_fixture()
+    assert {hit.id for hit in stores["passage_index"].query(QUESTION, 2)} == {"p1", "p3"}  # words alone miss p2
+    result = retrieve(QUESTION, **stores, num_seeds=3, num_passages=2)
+    assert [item.id for item in result.passages] == ["p1", "p2"]  # the flow from Orla bridge reaches Ida Marr
     assert all(item.source_ids == (item.id,) and item.text for item in result.passages)
-    paths_only = retrieve(
-        QUESTION, graph=graph, entity_index=entity_index, passage_index=passages, num_seeds=3, context="paths"
-    )
-    assert paths_only.passages == [] and paths_only.paths
-    assert [i.path for i in paths_only.paths] == find_key_paths(graph, paths_only.seeds)  # the paper's, unchanged
-    again = asyncio.run(
-        aretrieve(QUESTION, graph=graph, entity_index=entity_index, passage_index=passages, num_seeds=3)
-    )
+    scores = [item.score for item in result.passages]
+    assert scores == sorted(scores, reverse=True) and 0 < scores[-1] < scores[0] < 1
+    assert result.paths[0].nodes == ("ORLA BRIDGE", "KESSEL WORKS", "IDA MARR")  # the key path the flow used
+    again = asyncio.run(aretrieve(QUESTION, **stores, num_seeds=3, num_passages=2))
     assert again.items == result.items
+    paths_only = retrieve(QUESTION, **stores, num_seeds=3, context="paths")
+    assert paths_only.passages == [] and paths_only.paths
+    assert [i.path for i in paths_only.paths] == find_key_paths(stores["graph"], paths_only.seeds)  # the paper's
 
 
-def test_passages_the_search_missed_join_as_similar_as_the_least_similar_candidate():
-    graph, entity_index, passages = _evidence_fixture()
-    top = passages.query(QUESTION, 1)[0]
-    assert top.id == "p1"
-    result = retrieve(
-        QUESTION, graph=graph, entity_index=entity_index, passage_index=passages, num_seeds=3, num_passages=2
-    )
-    assert {hit.id for hit in passages.query(QUESTION, 2)} == {"p1", "p3"}  # the search misses p2
-    floor = min(hit.score for hit in passages.query(QUESTION, 2))
-    scores = {item.id: item.score for item in result.passages}
-    assert list(scores) == ["p2", "p1"]  # the best two of three candidates; p2 has all the graph evidence
-    assert scores["p2"] == pytest.approx(2 * floor)
+def test_without_entity_metadata_the_flow_reaches_passages_through_the_entities_citing_them():
+    stores = _evidence_fixture(metadata=False)  # a passage index that lists no entities: passages are ends
+    result = retrieve(QUESTION, **stores, num_seeds=3, num_passages=2)
+    assert [item.id for item in result.passages] == ["p1", "p2"]
 
 
-def test_without_entity_metadata_the_anchor_is_the_seeds_that_cite_it():
-    graph, entity_index, _ = _evidence_fixture()
-    bare = InMemoryVectorIndex(HashingEmbedder())
-    bare.upsert([VectorItem(cid, text) for cid, text in (("p1", P1), ("p2", P2), ("p3", P3))])
-    result = retrieve(QUESTION, graph=graph, entity_index=entity_index, passage_index=bare, num_seeds=6)
-    ranked = [item.id for item in result.passages]
-    assert sorted(ranked) == ["p1", "p2", "p3"]
-    assert ranked.index("p2") < ranked.index("p3")  # the seeds citing p1 started the flow to Ida Marr
+# -- the flow is a personalized PageRank, bounded whatever the graph ----------------------------------------
+
+
+def _bipartite(edges, mentions):
+    """A graph store and passage index: entity relations ``edges``, and passage -> entities ``mentions``."""
+    graph = NetworkXGraphStore()
+    cited: dict[str, list[str]] = {}
+    for cid, names in mentions.items():
+        for name in names:
+            cited.setdefault(name, []).append(cid)
+    graph.upsert_entities([Entity(name=name, source_ids=cids) for name, cids in cited.items()])
+    graph.upsert_relations([Relation(source=a, target=b) for a, b in edges])
+    index = InMemoryVectorIndex(HashingEmbedder(8))
+    index.upsert([VectorItem(cid, f"passage {cid}", chunk_metadata(cid, names)) for cid, names in mentions.items()])
+    return graph, index
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_the_flow_settles_to_the_personalized_pagerank_of_its_restart(data):
+    names = [f"E{i}" for i in range(data.draw(st.integers(2, 9)))]
+    mentions = {
+        f"c{i}": sorted(set(data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=4))))
+        for i in range(data.draw(st.integers(1, 6)))
+    }
+    mentioned = {n for ns in mentions.values() for n in ns}
+    edges = data.draw(st.lists(st.tuples(st.sampled_from(sorted(mentioned)), st.sampled_from(sorted(mentioned)))))
+    edges = [(a, b) for a, b in edges if a != b]
+    graph, index = _bipartite(edges, mentions)
+    first = {("entity", data.draw(st.sampled_from(sorted(mentioned)))): 1.0}
+    second = {("passage", cid): 1 / len(mentions) for cid in mentions}
+    alpha = data.draw(st.sampled_from([0.5, 0.8]))
+    flow = PassageRank(alpha=alpha, tolerance=1e-9)
+    flow.add_source(first)
+    run(passage_rank.spread(flow, graph, index))
+    flow.add_source(second)  # continued, as retrieval continues it with the paths' passages
+    run(passage_rank.spread(flow, graph, index))
+    exact = nx.Graph()  # every node has a neighbour: an entity its passage, a passage its entities
+    exact.add_edges_from((("passage", cid), ("entity", n)) for cid, ns in mentions.items() for n in ns)
+    exact.add_edges_from((("entity", a), ("entity", b)) for a, b in edges)
+    restart = {node: 0.5 * first.get(node, 0.0) + 0.5 * second.get(node, 0.0) for node in exact}
+    pagerank = nx.pagerank(exact, alpha=alpha, personalization=restart, tol=1e-13, max_iter=10_000)
+    scores = flow.scores()
+    for cid in mentions:
+        assert scores.get(cid, 0.0) == pytest.approx(pagerank[("passage", cid)], abs=1e-6)
+
+
+class _ImplicitGraph(BaseGraphStore):
+    """A graph too big to hold: 10⁶ entities ``n0`` .. ``n999999``, each joined to the next (a long line),
+    ``n0`` to every other one (a hub), a self-loop on each, and passage ``c{i}`` citing ``n{i}``; answers
+    are computed on demand. Counts the neighbours it lists."""
+
+    SIZE = 10**6
+
+    def __init__(self) -> None:
+        self.listed = 0
+
+    def _neighbours(self, name: str) -> list[str]:
+        i = int(name[1:])
+        if i == 0:
+            return [f"n{j}" for j in range(1, self.SIZE)]
+        return [f"n{j}" for j in {0, i - 1, i + 1} if 0 <= j < self.SIZE and j != i]
+
+    def neighborhoods(self, requests, *, directed=False, keep=()):
+        answer = {}
+        for name, limit in requests.items():
+            degree = self.SIZE - 1 if name == "n0" else len(self._neighbours(name))
+            listed = self._neighbours(name) if limit is None or degree <= limit else [n for n in keep if n != name]
+            self.listed += len(listed)
+            answer[name] = Neighborhood(degree, {n: 3 for n in listed})
+        return answer
+
+    def get_entities(self, names):
+        return {n: Entity(name=n, source_ids=[f"c{n[1:]}"]) for n in names}
+
+    def get_relations(self, pairs):
+        return {}
+
+    def upsert_entities(self, entities, *, merge=None):
+        raise NotImplementedError
+
+    def upsert_relations(self, relations, *, merge=None):
+        raise NotImplementedError
+
+    def delete_entities(self, names):
+        raise NotImplementedError
+
+    def delete_relations(self, pairs):
+        raise NotImplementedError
+
+
+class _ImplicitPassages:
+    def get(self, cid):
+        return VectorItem(cid, f"passage {cid}", {"entities": [f"n{cid[1:]}"]})
+
+
+@pytest.mark.parametrize("alpha", [0.8, 1.0])
+def test_the_flow_is_bounded_on_a_huge_graph_with_a_hub_and_self_loops(alpha):
+    graph = _ImplicitGraph()
+    flow = PassageRank(alpha=alpha)
+    flow.add_source({("entity", "n500000"): 0.5, ("passage", "c7"): 0.5})
+    run(passage_rank.spread(flow, graph, _ImplicitPassages()))
+    # the hub is never listed (it would need 10⁶ x the tolerance), and the work stays within the push
+    # method's bound: at most 1 / tolerance neighbours per round
+    assert graph.listed <= passage_rank.MAX_ROUNDS / passage_rank.PUSH_TOLERANCE
+    assert graph.listed < 10_000 and ("entity", "n0") not in flow.neighbours
+    scores = flow.scores()
+    if alpha < 1:
+        assert 0 < sum(scores.values()) <= 1 + 1e-9
+        assert passage_rank.ranked_ids(flow, ["c3"])[0] in {"c7", "c500000"}
+    else:  # a flow that keeps nothing scores nothing: the candidates keep their order
+        assert set(scores.values()) == {0.0} and passage_rank.ranked_ids(flow, ["c3", "c1"]) == ["c3", "c1"]
+
+
+def test_the_flow_on_an_empty_or_disconnected_graph_keeps_the_restart_where_it_is():
+    graph, index = _bipartite([], {"c1": ["A"], "c2": ["B"]})
+    flow = PassageRank(alpha=0.8)
+    flow.add_source({})  # a source with nothing to say takes no share
+    flow.add_source({("passage", "c1"): 1.0})
+    flow.add_source({("passage", "nowhere"): 1.0})  # a passage the index does not hold keeps what it gets
+    run(passage_rank.spread(flow, graph, index))
+    scores = flow.scores()
+    # c1 and its one entity pass their share back and forth: c1 keeps 1 / (1 + alpha) of it, as PageRank does
+    assert scores["c1"] == pytest.approx(0.5 / 1.8, abs=1e-3) and "c2" not in scores
+    assert scores["nowhere"] == pytest.approx(0.5)
+    empty = PassageRank(alpha=0.8)
+    run(passage_rank.spread(empty, NetworkXGraphStore(), index))
+    assert empty.scores() == {}

@@ -1,6 +1,6 @@
 """Graph reads of the embedded store in few round trips (issue 25): a hop of a path search is a constant
 number of statements, whatever the graph and the frontier, and reads the kept degrees (format 3) with the
-same answer as counting them; the passage ranking reads the passages it reached in one statement; the full
+same answer as counting them; the passage ranking reads what it reached in a few statements a round; the full
 check compares the kept degrees with a recount."""
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
-from pathrag import HashingEmbedder, NetworkXGraphStore, PathRAGIndex, Relation, RetrievalParams
+from pathrag import HashingEmbedder, NetworkXGraphStore, PathRAGIndex, Relation
 from pathrag.models import Entity
-from pathrag.retrieval import _ranked_passages, _run
+from pathrag.passage_rank import PassageRank, named_source, ranked_ids, similar_source, spread
 from pathrag.sqlite import SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex
+from pathrag.steps import run
 from pathrag.vectors import VectorHit, VectorItem
 
 
@@ -145,19 +146,24 @@ def passages_store(tmp_path: Path) -> tuple[SQLiteGraphStore, SQLiteVectorIndex,
 
 def test_passage_ranking_reads_in_few_statements_with_the_same_ranking(tmp_path: Path) -> None:
     graph, index, names = passages_store(tmp_path)
-    params = RetrievalParams(num_passages=60)
     plain = PerItem(index)
 
-    def ranked(index: Any) -> list[Any]:
-        return _run(_ranked_passages("E1 and E2", graph, index, names[:5], params))
+    def ranked(index: Any) -> tuple[list[str], PassageRank]:
+        hits = index.query("E1 and E2", 60)
+        flow = PassageRank(alpha=0.8)
+        flow.add_source(similar_source(hits))
+        flow.add_source(named_source(graph.get_entities(names[:5])))
+        run(spread(flow, graph, index))
+        return ranked_ids(flow, [hit.id for hit in hits]), flow
 
     with statements(graph.store) as seen:
-        batched = ranked(index)
-    assert len(batched) == 60
-    assert len(seen) <= 12, len(seen)  # not one read per passage reached (60 here)
+        batched, flow = ranked(index)
+    read = len(flow.neighbours)  # entities and passages read from the store
+    assert len(batched) >= 60 and len(flow.passages) >= 60 and read >= 100
+    assert len(seen) <= read / 4, (len(seen), read)  # batched per round, not one read per node reached
     with graph.store.snapshot():
-        assert ranked(plain) == batched
-    assert plain.gets >= 30
+        assert ranked(plain)[0] == batched
+    assert plain.gets >= 60  # the plain index answered one get per passage, with the same ranking
     graph.store.close()
 
 

@@ -22,5 +22,5 @@ def test_quickstart_runs_offline_and_finds_the_expected_path(monkeypatch, capsys
     listed = [line.split() for line in out.splitlines() if line.startswith("  ")]
     assert listed[0][0] == "path" and " ".join(listed[0][2:]).startswith("ODRIC PELHAM ->")
     assert " ".join(listed[0][2:]).endswith("-> LANTERN NIGHT FLOOD")
-    assert [row[0] for row in listed[1:]].count("passage") >= 2
+    assert listed[1][0] == "passage"  # key paths and passages alternate by rank while they fit
     assert answer.startswith("(offline stand-in model) The most reliable path is Path ") and answer in out

@@ -108,6 +108,47 @@ def test_relations_chain_from_the_named_entity_and_extend_at_the_ends():
     assert both[0].score == pytest.approx(2 * 0.6)
 
 
+def _chains_by_trying_every_path(weighted, origins, max_paths, max_hops):
+    """The chaining rule written plainly: each relation offered to every path in opening order."""
+    from pathrag.query_paths import _extend, _other
+
+    chains = []
+    for item in weighted:
+        if any(_extend(chain, item, origins, max_hops) for chain in chains) or len(chains) >= max_paths:
+            continue
+        relation = item.relation
+        start = relation.target if relation.target in origins and relation.source not in origins else relation.source
+        chains.append(Chain([start, _other(relation, start)], [relation], [item.weight]))
+    return chains
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9), st.floats(0.01, 1)), max_size=40),
+    st.sets(st.integers(0, 9), max_size=3),
+    st.integers(1, 8),
+    st.sampled_from([1, 2, 3, None]),
+)
+def test_chaining_through_the_index_of_path_ends_equals_offering_each_relation_to_every_path(
+    rows, named, max_paths, max_hops
+):
+    seen, weighted = set(), []
+    for a, b, weight in rows:
+        if a != b and frozenset((a, b)) not in seen:
+            seen.add(frozenset((a, b)))
+            weighted.append(WeightedRelation(Relation(source=f"N{a}", target=f"N{b}"), weight))
+    weighted.sort(key=lambda w: -w.weight)
+    origins = {f"N{n}" for n in named}
+    fast = chain_relations(weighted, origins=origins, max_paths=max_paths, max_hops=max_hops)
+    plain = _chains_by_trying_every_path(weighted, origins, max_paths, max_hops)
+    for chain in plain:  # the same finishing steps chain_relations applies
+        chain.named = sum(node in origins for node in chain.nodes)
+        if chain.nodes[-1] in origins and chain.nodes[0] not in origins:
+            chain.nodes.reverse(), chain.relations.reverse(), chain.weights.reverse()
+    plain.sort(key=lambda c: -c.score)
+    assert [(c.nodes, c.weights) for c in fast] == [(c.nodes, c.weights) for c in plain]
+
+
 def test_the_papers_paths_between_named_entities_join_the_chains():
     from pathrag import ScoredPath
 

@@ -37,6 +37,7 @@ CHANGED = {
     "num_passages": 9,
     "num_relations": 50,
     "max_tokens": 900,
+    "more_paths": False,
 }
 
 

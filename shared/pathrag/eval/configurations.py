@@ -214,7 +214,7 @@ register_configuration(
 )
 register_configuration(
     "pathrag-lt",
-    lambda index, o: path_configuration(index, o, name="pathrag-lt", num_seeds=20, top_k=5),
+    lambda index, o: path_configuration(index, o, name="pathrag-lt", num_seeds=20, top_k=5, more_paths=False),
     description="PathRAG-lt: N = 20 seed entities, K = 5 paths",
 )
 register_configuration(
