@@ -18,8 +18,9 @@ the graph; this module supplies the seeds and the keyword model:
 * with ``passage_retriever`` (any LlamaIndex retriever over the same chunks, e.g.
   ``VectorStoreIndex(nodes).as_retriever(similarity_top_k=100)``) and ``context="evidence"`` (the
   default), the source passages follow, ranked with the flow as in the core
-  (:mod:`pathrag.retrieval`); a chunk's ``pathrag_extracted`` metadata (written by
-  :class:`~llama_index_pathrag.PathRAGExtractor`) names the entities the flow starts from.
+  (:mod:`pathrag.passage_rank`); a chunk's ``pathrag_extracted`` metadata (written by
+  :class:`~llama_index_pathrag.PathRAGExtractor`) names the entities the flow passes through to reach
+  further passages (a retriever has no ``get``: passages it did not return are left out).
 
 Node metadata (``kind``, ``id``, ``score``, ``nodes``, ``hops``, ``source_ids``, ``layout``) is hidden from the
 LLM and from embeddings, so the prompt holds the path text only.

@@ -129,7 +129,7 @@ class PassageRank:
     residual: dict[Node, float] = field(default_factory=dict)
     degree: dict[Node, int] = field(default_factory=dict)  # known degrees (a hub's, before its neighbours)
     neighbours: dict[Node, tuple[Node, ...]] = field(default_factory=dict)
-    passages: dict[str, VectorItem] = field(default_factory=dict)  # what was read of each passage
+    passages: dict[str, VectorItem] = field(default_factory=dict)  # what is known of each passage
     touched: set[Node] = field(default_factory=set)  # nodes whose residual grew since last looked at
 
     def add_source(self, source: Mapping[Node, float]) -> None:
@@ -257,13 +257,13 @@ def spread(
             hoods = yield _neighbourhoods_step(graph, limits, directed)
             found = yield _entities_step(graph, entities)
             _learn_entities(state, entities, hoods, found)
-        if passages:
-            items = yield _read_step(passage_index, passages)
-            state.passages.update(items)
-            for cid in passages:
-                listed = _passage_entities(items.get(cid))
-                state.degree[(_PASSAGE, cid)] = len(listed)
-                state.neighbours[(_PASSAGE, cid)] = tuple((_ENTITY, name) for name in listed)
+        unread = [cid for cid in passages if cid not in state.passages]  # the candidates came with theirs
+        if unread:
+            state.passages.update((yield _read_step(passage_index, unread)))
+        for cid in passages:
+            listed = _passage_entities(state.passages.get(cid))
+            state.degree[(_PASSAGE, cid)] = len(listed)
+            state.neighbours[(_PASSAGE, cid)] = tuple((_ENTITY, name) for name in listed)
         state.touched = set()
         for node in waiting:
             if node in state.neighbours and state.pushable(node):

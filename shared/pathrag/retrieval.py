@@ -367,6 +367,7 @@ def _retrieval(
     flow: PassageRank | None = None  # the passages' ranking, when there are passages
     if candidates and passage_index is not None:  # what the passages and the question say
         flow = PassageRank(alpha=params.alpha)
+        flow.passages.update((hit.id, VectorItem(hit.id, hit.text or "", hit.metadata)) for hit in candidates)
         flow.add_source(similar_source(candidates))
         flow.add_source(named_source(named))
         flow = yield from spread(flow, graph, passage_index, directed=params.directed)
@@ -406,15 +407,15 @@ def _ranks(flow: PassageRank | None, candidates: Sequence[VectorHit]) -> dict[st
 def _ranked_passages(
     flow: PassageRank, index: VectorIndex, candidates: Sequence[VectorHit], limit: int
 ) -> Steps[list[RetrievedItem]]:
-    """The ``limit`` best passages by the flow, with their texts (read where the flow did not)."""
-    best = ranked_ids(flow, [hit.id for hit in candidates])[:limit]
-    texts = {hit.id: hit.text or "" for hit in candidates}
-    texts.update({cid: item.text or "" for cid, item in flow.passages.items()})
-    missing = [cid for cid in best if not texts.get(cid)]
+    """The ``limit`` best passages by the flow that have a text (read where the flow did not; a passage
+    the index cannot give a text for makes room for the next)."""
+    ranked = ranked_ids(flow, [hit.id for hit in candidates])
+    texts = {cid: item.text for cid, item in flow.passages.items() if (item.text or "").strip()}
+    missing = [cid for cid in ranked[:limit] if cid not in texts]
     if missing:
         read = yield Step(lambda: read_passages(index, missing), None)
-        texts.update({cid: item.text or "" for cid, item in read.items()})
-    return _passage_items(best, flow.scores(), texts)
+        texts.update({cid: item.text for cid, item in read.items() if (item.text or "").strip()})
+    return _passage_items([cid for cid in ranked if texts.get(cid)][:limit], flow.scores(), texts)
 
 
 def _query_paths(

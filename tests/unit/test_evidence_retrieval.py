@@ -132,6 +132,29 @@ def test_without_entity_metadata_the_flow_reaches_passages_through_the_entities_
     assert [item.id for item in result.passages] == ["p1", "p2"]
 
 
+class _SearchOnly:
+    """A passage index that can only search (as a LlamaIndex retriever): no ``get``."""
+
+    def __init__(self, index):
+        self.index = index
+
+    def query(self, text, k):
+        return self.index.query(text, k)
+
+    async def aquery(self, text, k):
+        return self.index.query(text, k)
+
+
+def test_a_search_only_passage_index_ranks_its_candidates_with_their_own_metadata():
+    stores = _evidence_fixture()
+    full = retrieve(QUESTION, **stores, num_seeds=3, num_passages=3)
+    search_only = retrieve(QUESTION, **{**stores, "passage_index": _SearchOnly(stores["passage_index"])}, num_seeds=3)
+    assert search_only.items == full.items  # every passage was a candidate: the flow needed no read
+    fewer = retrieve(QUESTION, **{**stores, "passage_index": _SearchOnly(stores["passage_index"])}, num_passages=2)
+    # p2 is reached through Kessel Works but cannot be read: it is left out, not shown without its text
+    assert sorted(item.id for item in fewer.passages) == ["p1", "p3"] and all(i.text for i in fewer.passages)
+
+
 # -- the flow is a personalized PageRank, bounded whatever the graph ----------------------------------------
 
 
