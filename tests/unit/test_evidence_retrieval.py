@@ -25,6 +25,7 @@ from pathrag import (
     retrieve,
     spread_resources,
 )
+from pathrag.context import result_context
 from pathrag.graph import Neighborhood
 from pathrag.passage_rank import PassageRank
 from pathrag.steps import run
@@ -283,3 +284,21 @@ def test_the_flow_on_an_empty_or_disconnected_graph_keeps_the_restart_where_it_i
     empty = PassageRank(alpha=0.8)
     run(passage_rank.spread(empty, NetworkXGraphStore(), index))
     assert empty.scores() == {}
+
+
+def test_bad_input_gives_documented_empty_results():
+    stores = _evidence_fixture()
+    tiny = result_context(retrieve(QUESTION, **stores), max_tokens=1)  # no item fits: none shown, no error
+    assert tiny.items == () and tiny.paths == () and tiny.dropped > 0
+    nothing = retrieve("Which xyzzy plugh?", **stores)  # names nothing known: similarity still finds some
+    assert nothing.passages and nothing.paths
+    empty = {
+        "graph": NetworkXGraphStore(),
+        "entity_index": InMemoryVectorIndex(HashingEmbedder()),
+        "relation_index": InMemoryVectorIndex(HashingEmbedder()),
+        "passage_index": InMemoryVectorIndex(HashingEmbedder()),
+    }
+    assert retrieve(QUESTION, **empty).items == []  # an empty store: an empty result
+    no_passages = {**stores, "passage_index": InMemoryVectorIndex(HashingEmbedder())}
+    result = retrieve(QUESTION, **no_passages)
+    assert result.passages == [] and result.paths  # a graph with no passages: paths alone
