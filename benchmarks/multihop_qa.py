@@ -430,7 +430,8 @@ def run(
 ) -> dict[str, Any]:
     """Run the benchmark; returns ``{"embedder", "questions", "yes_no", "rows": [...], "passages": {...}}``:
     one row per method and budget, and per method its passage recall@2 / @5 (``None`` for a method that
-    ranks no passages) and, with a ``reader``, its exact match and F1 at ``reader_budget``.
+    ranks no passages) and, with a ``reader``, its exact match and F1 at ``reader_budget`` (and every
+    answer under ``"answers"``).
 
     ``reader``: prompt -> short answer (:func:`make_reader`). ``extract_with``: a LangChain
     ``provider:name`` or a :class:`pathrag.LanguageModel` that builds the graph by extraction instead of
@@ -447,6 +448,7 @@ def run(
     scores = {(m, b): Score() for m in methods for b in budgets}
     rankings = {m: Ranking() for m in methods}
     readings = {m: Reading() for m in methods}
+    answers: list[dict[str, Any]] = []  # the reader's answers, for reading them afterwards
     for question in tqdm(questions, desc="questions", disable=not progress, file=sys.stderr):
         gold = gold_chunks(question, table.texts)
         for method in methods:
@@ -465,8 +467,10 @@ def run(
                 answer = reader(READER_PROMPT.format(context=shown if isinstance(shown, str) else shown.text))
                 readings[method].em += exact_match(question, answer)
                 readings[method].f1 += token_f1(question, answer)
+                answers.append({"question": question.text, "method": method, "answer": answer})
     emb.save()
-    return _report(name, questions, scores, rankings, readings if reader is not None else None, reader_budget)
+    report = _report(name, questions, scores, rankings, readings if reader is not None else None, reader_budget)
+    return {**report, "answers": answers} if reader is not None else report
 
 
 def _score(score: Score, question: Question, shown: str | PathContext, elapsed: float) -> None:

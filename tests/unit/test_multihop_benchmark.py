@@ -234,7 +234,8 @@ def test_a_reader_on_an_openai_compatible_endpoint_is_scored_by_exact_match_and_
         passages = report["passages"][row["method"]]
         assert passages["em"] == row["answer_in_context"] and passages["f1"] == pytest.approx(passages["em"])
         assert passages["reader_budget"] == 900
-    assert len(_Reader.prompts) == 2 * len(questions)
+    assert len(_Reader.prompts) == 2 * len(questions) == len(report["answers"])
+    assert {a["answer"] for a in report["answers"]} <= {"I do not know", *(q.answers[0] for q in questions)}
     model, prompt, max_tokens, temperature = _Reader.prompts[0]
     assert (model, max_tokens, temperature) == ("stub-reader", bench.READER_MAX_TOKENS, 0)
     assert prompt.endswith(bench.READER_PROMPT.format(context="").lstrip())  # the same instructions for every method
