@@ -19,11 +19,12 @@ last, next to where the model starts writing (PathRAG, Sec. 3.3).
 * ``"paths"`` (the paper): the key paths only, least to most reliable (:func:`build_context`).
 * ``"evidence"`` (the default): source passages, least to most relevant, then the paths and entity
   fill, least to most reliable (:func:`build_evidence_context`). Within a budget, items are taken while
-  they fit, paths and passages alternating by rank (the best path, the best passage, the second path,
-  the second passage...), then the entity fill: a path is a few dozen tokens and a passage a hundred or
-  more, so a small budget holds mostly paths, which carry the most answers per token, and a large one
-  mostly passages, which carry the most in all (``benchmarks/multihop_qa.py``). The best path is shown
-  whenever it fits.
+  they fit: the key paths and the passages alternating by rank (the best path, the best passage, the
+  second path, the second passage...), a path whose passages are all taken already waiting (it would
+  repeat them); then the waiting paths, the further paths and the entity fill. A path is a few dozen
+  tokens and a passage a hundred or more, so a small budget holds mostly paths, which carry the most
+  answers per token, and a large one mostly passages, which carry the most in all
+  (``benchmarks/multihop_qa.py``). The best path is shown whenever it fits.
 
 >>> from pathrag import Entity, Relation, ScoredPath
 >>> path = ScoredPath(nodes=("ALICE", "BOB"), score=0.9)
@@ -353,17 +354,26 @@ def _evidence_order(
 ) -> list[RetrievedItem]:
     """The items ``take`` accepts, offered in the evidence layout's order (see the module docstring): the
     ``key_paths`` best paths and the passages alternating by rank (the best path, the best passage, the
-    second path...), then the other paths, then the entity fill. Everything is best first; ``take`` says
-    whether an item fits and keeps it."""
+    second path...), a path whose passages are all taken already waiting until after them; then the
+    waiting paths, the other paths and the entity fill. Everything is best first; ``take`` says whether
+    an item fits and keeps it."""
     paths = [item for item in graph if item.path is not None]
     fill = [item for item in graph if item.path is None]
     key, more = paths[:key_paths], paths[key_paths:]
-    pairs = (
-        item
-        for rank in range(max(len(key), len(passages)))
-        for item in (*key[rank : rank + 1], *passages[rank : rank + 1])
-    )
-    return [item for item in (*pairs, *more, *fill) if take(item)]
+    chosen: list[RetrievedItem] = []
+    shown: set[str] = set()  # the passages taken so far
+    waiting: list[RetrievedItem] = []  # key paths that would only repeat them
+    for rank in range(max(len(key), len(passages))):
+        for path in key[rank : rank + 1]:
+            if path.source_ids and set(path.source_ids) <= shown:
+                waiting.append(path)
+            elif take(path):
+                chosen.append(path)
+        for passage in passages[rank : rank + 1]:
+            if take(passage):
+                chosen.append(passage)
+                shown.add(passage.id)
+    return chosen + [item for item in (*waiting, *more, *fill) if take(item)]
 
 
 def build_evidence_context(

@@ -137,17 +137,19 @@ def test_evidence_layout_is_query_passages_ascending_then_paths_most_reliable_la
     assert paths_only.instructions == ANSWER_INSTRUCTIONS and "Passages" not in paths_only.text
 
 
-def test_evidence_budget_takes_key_paths_and_passages_alternating_then_more_paths():
+def test_evidence_budget_alternates_key_paths_and_passages_and_a_repeating_path_waits():
     from pathrag.context import build_evidence_context
 
     passages, new_fact, repeat = _evidence_items()
+    mid = RetrievedItem("path", "p-mid", "A -> X", 1.3, ("A", "X"), ("c7",), ScoredPath(nodes=("A", "X"), score=1.3))
     more = RetrievedItem("path", "p-more", "A -> Y", 0.5, ("A", "Y"), ("c8",), ScoredPath(nodes=("A", "Y"), score=0.5))
-    items = [repeat, *passages, new_fact, more]
-    whole = build_evidence_context("Q?", items, token_counter=len, key_paths=2)
-    assert [i.id for i in whole.ranked] == ["p-new", "c0", "p-old", "c1", "c2", "c3", "c4", "p-more"]
-    assert [i.id for i in whole.items] == ["c4", "c3", "c2", "c1", "c0", "p-more", "p-old", "p-new"]  # shown ascending
+    items = [repeat, *passages, new_fact, more, mid]
+    whole = build_evidence_context("Q?", items, token_counter=len, key_paths=3)
+    # p-old only repeats c0, taken just before its turn: it waits until the passages are taken
+    assert [i.id for i in whole.ranked] == ["p-new", "c0", "p-mid", "c1", "c2", "c3", "c4", "p-old", "p-more"]
+    assert [i.id for i in whole.items] == ["c4", "c3", "c2", "c1", "c0", "p-more", "p-old", "p-mid", "p-new"]
     for budget in range(120, whole.tokens + 1, 7):
-        ctx = build_evidence_context("Q?", items, max_tokens=budget, token_counter=len, key_paths=2)
+        ctx = build_evidence_context("Q?", items, max_tokens=budget, token_counter=len, key_paths=3)
         assert ctx.tokens <= budget
         taken = [i.id for i in ctx.ranked]
         # what fits is a prefix of the order, skipping an item that does not fit for one that does
@@ -155,9 +157,9 @@ def test_evidence_budget_takes_key_paths_and_passages_alternating_then_more_path
         assert taken == [i for i in order if i in taken]
         if ctx.tokens + len("\n\nPath 9:\nA -> Z") <= budget:
             assert "p-new" in taken  # the best path is shown whenever it fits
-    # with one key path, the second path waits for every passage
+    # with one key path, the other paths wait for every passage
     one = build_evidence_context("Q?", items, token_counter=len, key_paths=1)
-    assert [i.id for i in one.ranked] == ["p-new", "c0", "c1", "c2", "c3", "c4", "p-old", "p-more"]
+    assert [i.id for i in one.ranked] == ["p-new", "c0", "c1", "c2", "c3", "c4", "p-mid", "p-old", "p-more"]
 
 
 def test_evidence_max_items_keeps_the_first_items_of_the_order():
@@ -166,7 +168,7 @@ def test_evidence_max_items_keeps_the_first_items_of_the_order():
     passages, new_fact, repeat = _evidence_items()
     items = [repeat, *passages, new_fact]
     assert [i.id for i in build_evidence_context("Q?", items, max_items=1).items] == ["p-new"]
-    assert [i.id for i in build_evidence_context("Q?", items, max_items=3).items] == ["c0", "p-old", "p-new"]
+    assert [i.id for i in build_evidence_context("Q?", items, max_items=3).items] == ["c1", "c0", "p-new"]
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="max_items"):
             build_evidence_context("Q?", items, max_items=bad)
