@@ -19,9 +19,11 @@ difference in the table is a difference of method. None calls an LLM at query ti
   :meth:`FactGraph.proprag` is a PropRAG-style ranking (arXiv 2504.18070, which searches chains of
   propositions; here the propositions are the triples): a beam search over chains of facts that share an
   entity, from the question's 5 best facts, each chain scored by the cosine between the question and the
-  mean of its facts' vectors (beam 5, at most 3 facts, 10 continuations tried per chain); the entities of
-  the 10 best chains seed the same PageRank, each with its chain's score divided by the number of passages
-  naming it, beside the same 0.05 x dense restart of every passage.
+  mean of its facts' vectors (beam 5, at most 3 facts, 10 continuations tried per chain); the facts of the
+  5 best chains then seed the same PageRank as HippoRAG 2's top facts do (each gives both its phrases its
+  similarity divided by the number of passages naming the phrase), beside the same 0.05 x dense restart
+  of every passage. (Seeding with every entity of the 10 best chains, each weighted by its chain's score,
+  was tried first: recall@5 64 / 78 on the two dev sets, against 68 / 82 this way.)
 
 * :func:`lightrag_sections` lays out LightRAG-style contexts (entities, relations, passages: a third of
   the budget each, unused room carried on).
@@ -50,7 +52,6 @@ TOLERANCE = 1e-10
 BEAM_WIDTH = 5
 BEAM_LENGTH = 3
 BEAM_CONTINUATIONS = 10
-BEAM_CHAINS = 10
 
 
 @dataclass(frozen=True)
@@ -229,14 +230,17 @@ class FactGraph:
             if not grown:
                 break
             beam = sorted([*beam, *grown], key=lambda item: -item[0])[:BEAM_WIDTH]
-        return sorted(((s, chain) for chain, s in seen.items()), key=lambda item: -item[0])[:BEAM_CHAINS]
+        return sorted(((s, chain) for chain, s in seen.items()), key=lambda item: -item[0])
 
     def proprag(self, question: str) -> list[str]:
-        """Chunk ids, best first: the beam's chains seed the PageRank (see the module docstring)."""
+        """Chunk ids, best first: the facts of the beam's best chains seed the PageRank (see the module
+        docstring)."""
         restart = self._dense_restart(question)
-        for chain_score, chain in self.fact_chains(question):
-            for name in dict.fromkeys(n for i in chain for n in (self.facts[i].subject, self.facts[i].obj)):
-                self._seed(restart, name, max(chain_score, 0.0))
+        similarity = self.fact_vectors @ self._question(question) if self.facts else np.zeros(0)
+        chosen = dict.fromkeys(i for _, chain in self.fact_chains(question)[:BEAM_WIDTH] for i in chain)
+        for i in chosen:
+            for name in (self.facts[i].subject, self.facts[i].obj):
+                self._seed(restart, name, float(similarity[i]))
         return self._ranked(restart)
 
 
