@@ -248,27 +248,37 @@ def spread(
         waiting = sorted(node for node in state.touched if state.pushable(node))
         if not waiting:
             break
-        entities = [key for kind, key in waiting if kind == _ENTITY and (kind, key) not in state.neighbours]
-        passages = [key for kind, key in waiting if kind == _PASSAGE and (kind, key) not in state.neighbours]
-        if entities:
-            # a node can pass on at most what it holds: a hub with more neighbours than that allows is
-            # listed without them (its degree is learnt, and it waits until it receives more)
-            limits = {name: int(state.residual[(_ENTITY, name)] / state.tolerance) for name in entities}
-            hoods = yield _neighbourhoods_step(graph, limits, directed)
-            found = yield _entities_step(graph, entities)
-            _learn_entities(state, entities, hoods, found)
-        unread = [cid for cid in passages if cid not in state.passages]  # the candidates came with theirs
-        if unread:
-            state.passages.update((yield _read_step(passage_index, unread)))
-        for cid in passages:
-            listed = _passage_entities(state.passages.get(cid))
-            state.degree[(_PASSAGE, cid)] = len(listed)
-            state.neighbours[(_PASSAGE, cid)] = tuple((_ENTITY, name) for name in listed)
+        yield from _learn(
+            state, graph, passage_index, [node for node in waiting if node not in state.neighbours], directed
+        )
         state.touched = set()
         for node in waiting:
             if node in state.neighbours and state.pushable(node):
                 state.touched.update(state.push(node))
     return state
+
+
+def _learn(
+    state: PassageRank, graph: GraphStore, passage_index: VectorIndex, unknown: Sequence[Node], directed: bool
+) -> Steps[None]:
+    """Read what the store says of ``unknown`` nodes: their degrees, and their neighbours where they can
+    pass something on (one batched read per kind)."""
+    entities = [key for kind, key in unknown if kind == _ENTITY]
+    passages = [key for kind, key in unknown if kind == _PASSAGE]
+    if entities:
+        # a node can pass on at most what it holds: a hub with more neighbours than that allows is
+        # listed without them (its degree is learnt, and it waits until it receives more)
+        limits = {name: int(state.residual[(_ENTITY, name)] / state.tolerance) for name in entities}
+        hoods = yield _neighbourhoods_step(graph, limits, directed)
+        found = yield _entities_step(graph, entities)
+        _learn_entities(state, entities, hoods, found)
+    unread = [cid for cid in passages if cid not in state.passages]  # the candidates came with theirs
+    if unread:
+        state.passages.update((yield _read_step(passage_index, unread)))
+    for cid in passages:
+        listed = _passage_entities(state.passages.get(cid))
+        state.degree[(_PASSAGE, cid)] = len(listed)
+        state.neighbours[(_PASSAGE, cid)] = tuple((_ENTITY, name) for name in listed)
 
 
 def ranked_ids(state: PassageRank, candidates: Iterable[str]) -> list[str]:

@@ -338,53 +338,22 @@ def _retrieval(
     )
     if not query or params.top_k == 0:
         return result
-    answer = None
-    if llm is not None:
-        model = as_language_model(llm)  # outside the try: a wrong type is an error, not a reason to fall back
-        prompt = KEYWORDS_PROMPT.format(question=query)
-        try:  # complete_sync runs async-only models too
-            answer = yield Step(lambda: complete_sync(model, prompt), lambda: model.acomplete(prompt))
-        except Exception as exc:  # the query text still works as a keyword
-            logger.warning("keyword extraction failed, searching with the query text: %r", exc)
-    result.keywords = _keywords_or_query(query, answer)
+    result.keywords = yield from _keywords(query, llm)
     evidence = params.context == "evidence"
-    named: dict[str, Entity] = {}
-    if evidence:  # the paper's seeds come from the keywords alone
-        spans = name_spans(query)
-        keys = [span.key for span in spans]
-        found = (yield Step(lambda: graph.get_entities(keys), lambda: graph.aget_entities(keys))) if keys else {}
-        named = {name: found[name] for name in linked_names(spans, found)}
+    named = (yield from _named(query, graph)) if evidence else {}  # the paper's seeds: the keywords alone
     hit_lists = []
     for term in _search_terms(query, result.keywords):
         hit_lists.append((yield query_step(entity_index, term, params.num_seeds)))
     seeds = result.seeds = pick_seeds(hit_lists, params.num_seeds, first=list(named))
+    flow: PassageRank | None = None  # the passages' ranking, when there are passages
     candidates: list[VectorHit] = []
     if evidence and passage_index is not None and params.num_passages > 0:
-        found_hits = yield query_step(passage_index, query, params.num_passages)
-        missing = [hit.id for hit in found_hits if not hit.text]
-        read = (yield Step(lambda: read_passages(passage_index, missing), None)) if missing else {}
-        candidates = _with_text(found_hits, read)
-    flow: PassageRank | None = None  # the passages' ranking, when there are passages
-    if candidates and passage_index is not None:  # what the passages and the question say
-        flow = PassageRank(alpha=params.alpha)
-        flow.passages.update((hit.id, VectorItem(hit.id, hit.text or "", hit.metadata)) for hit in candidates)
-        flow.add_source(similar_source(candidates))
-        flow.add_source(named_source(named))
-        flow = yield from spread(flow, graph, passage_index, directed=params.directed)
-    entities: Mapping[str, Entity] | None = None  # the seeds' entities, for the fill
-    if evidence and relation_index is not None and params.num_relations > 0:
-        ranks = _ranks(flow, candidates)
-        paths = yield from _query_paths(query, graph, relation_index, ranks, list(named), params)
-    else:
-        found_paths = yield Step(
-            lambda: find_key_paths(graph, seeds, params), lambda: afind_key_paths(graph, seeds, params)
-        )
-        names, pairs = path_lookups(found_paths, seeds)
-        relations = yield Step(lambda: graph.get_relations(pairs), lambda: graph.aget_relations(pairs))
-        entities = yield Step(lambda: graph.get_entities(names), lambda: graph.aget_entities(names))
-        paths = _paper_path_items(found_paths, entities, relations, as_chains=evidence)
+        candidates = yield from _candidates(query, passage_index, params.num_passages)
+        if candidates:
+            flow = yield from _first_flow(graph, passage_index, candidates, named, params)
+    paths, entities = yield from _paths(query, graph, relation_index, seeds, list(named), flow, candidates, params)
     passages: list[RetrievedItem] = []
-    if flow is not None and passage_index is not None:  # and what the key paths found
+    if flow is not None and passage_index is not None:  # continued with what the key paths found
         flow.add_source(paths_source(paths[: params.top_k]))
         flow = yield from spread(flow, graph, passage_index, directed=params.directed)
         passages = yield from _ranked_passages(flow, passage_index, candidates, params.num_passages)
@@ -394,6 +363,73 @@ def _retrieval(
         paths += _fill(paths, seeds, entities, params.top_k)
     result.items = [*paths, *passages]
     return result
+
+
+def _keywords(query: str, llm: LanguageModel | None) -> Steps[Keywords]:
+    """The keyword model's split of the query (the query itself without a model or a usable answer)."""
+    answer = None
+    if llm is not None:
+        model = as_language_model(llm)  # outside the try: a wrong type is an error, not a reason to fall back
+        prompt = KEYWORDS_PROMPT.format(question=query)
+        try:  # complete_sync runs async-only models too
+            answer = yield Step(lambda: complete_sync(model, prompt), lambda: model.acomplete(prompt))
+        except Exception as exc:  # the query text still works as a keyword
+            logger.warning("keyword extraction failed, searching with the query text: %r", exc)
+    return _keywords_or_query(query, answer)
+
+
+def _named(query: str, graph: GraphStore) -> Steps[dict[str, Entity]]:
+    """The entities the question names (:mod:`pathrag.linking`), in one batched read."""
+    spans = name_spans(query)
+    keys = [span.key for span in spans]
+    found = (yield Step(lambda: graph.get_entities(keys), lambda: graph.aget_entities(keys))) if keys else {}
+    return {name: found[name] for name in linked_names(spans, found)}
+
+
+def _candidates(query: str, index: VectorIndex, k: int) -> Steps[list[VectorHit]]:
+    """The ``k`` passages nearest the query, with their texts (read where the hits carry none)."""
+    found = yield query_step(index, query, k)
+    missing = [hit.id for hit in found if not hit.text]
+    read = (yield Step(lambda: read_passages(index, missing), None)) if missing else {}
+    return _with_text(found, read)
+
+
+def _first_flow(
+    graph: GraphStore,
+    index: VectorIndex,
+    candidates: Sequence[VectorHit],
+    named: Mapping[str, Entity],
+    params: RetrievalParams,
+) -> Steps[PassageRank]:
+    """The flow's first stage: from what the candidates and the question's named entities say."""
+    flow = PassageRank(alpha=params.alpha)
+    flow.passages.update((hit.id, VectorItem(hit.id, hit.text or "", hit.metadata)) for hit in candidates)
+    flow.add_source(similar_source(candidates))
+    flow.add_source(named_source(named))
+    return (yield from spread(flow, graph, index, directed=params.directed))
+
+
+def _paths(
+    query: str,
+    graph: GraphStore,
+    relation_index: VectorIndex | None,
+    seeds: Sequence[str],
+    named: Sequence[str],
+    flow: PassageRank | None,
+    candidates: Sequence[VectorHit],
+    params: RetrievalParams,
+) -> Steps[tuple[list[RetrievedItem], Mapping[str, Entity] | None]]:
+    """The path items, and the entities read on the way (the paper's paths read the seeds'; ``None``
+    when none were read): query-aware paths in the evidence context with relation vectors, else the
+    paper's key paths between the seeds."""
+    if params.context == "evidence" and relation_index is not None and params.num_relations > 0:
+        ranks = _ranks(flow, candidates)
+        return (yield from _query_paths(query, graph, relation_index, ranks, named, params)), None
+    found = yield Step(lambda: find_key_paths(graph, seeds, params), lambda: afind_key_paths(graph, seeds, params))
+    names, pairs = path_lookups(found, seeds)
+    relations = yield Step(lambda: graph.get_relations(pairs), lambda: graph.aget_relations(pairs))
+    entities = yield Step(lambda: graph.get_entities(names), lambda: graph.aget_entities(names))
+    return _paper_path_items(found, entities, relations, as_chains=params.context == "evidence"), entities
 
 
 def _ranks(flow: PassageRank | None, candidates: Sequence[VectorHit]) -> dict[str, int] | None:
