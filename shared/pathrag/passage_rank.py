@@ -27,13 +27,13 @@ the rule of the paper's θ. So at most ``1 / (PUSH_TOLERANCE · (1 - α))`` neig
 whatever the size of the graph; a hub that receives little is never expanded, and a node is read
 from the store only when it is about to pass something on, one batched read per kind per round.
 
+**Stages.** Retrieval runs the flow in two stages (:meth:`PassageRank.add_source` continues it): the
+first two sources rank the passages that weigh the key paths' relations (:mod:`pathrag.query_paths`);
+then the third joins and the flow, continued, ranks the passages returned.
+
 **Score.** A passage's rank, plus ``1 - α`` of what it holds unspread at the end (what it would keep by
 passing it on). Passages best first; the candidates the flow never reached keep their similarity
-order after those it did.
-
-Measured on both dev sets of ``benchmarks/multihop_qa.py`` (MiniLM): passage recall@5 72 and 92 %,
-against 64 and 88 % for HippoRAG 2's PageRank and 68 and 80 % for the similarity-and-anchor ranking
-this replaces; the tolerance changes recall@5 by at most 2 points from 10⁻³ to 10⁻⁵.
+order after those it did. The README's benchmark section has the measured recall.
 """
 
 from __future__ import annotations
