@@ -510,6 +510,7 @@ class SQLiteStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{STORE_FILE}.tmp")
         tmp.unlink(missing_ok=True)
+        _new_file(tmp)
         dest = sqlite3.connect(tmp)
         try:
             self._r().backup(dest)
@@ -589,6 +590,7 @@ def _create(path: Path, meta: Mapping[str, Any]) -> None:
     tmp = path.with_name(f"{_NEW_PREFIX}{os.getpid()}-{threading.get_ident()}")
     rows = [("format", FORMAT), ("format_version", str(FORMAT_VERSION)), *((k, str(v)) for k, v in meta.items())]
     try:
+        _new_file(tmp)
         conn = sqlite3.connect(tmp, isolation_level=None)
         try:
             conn.execute("PRAGMA page_size = 32768")  # see _connect
@@ -608,6 +610,12 @@ def _create(path: Path, meta: Mapping[str, Any]) -> None:
         for name in (tmp, *(tmp.with_name(tmp.name + s) for s in ("-journal", "-wal", "-shm"))):
             with contextlib.suppress(OSError):
                 name.unlink(missing_ok=True)
+
+
+def _new_file(path: Path) -> None:
+    """Make ``path`` empty with the permissions the user's umask allows (SQLite would make it 0644 whatever
+    the umask, and its ``-wal`` and ``-shm`` files take the store file's: a group could never share it)."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
 
 
 def _remove_stale_creations(directory: Path) -> None:

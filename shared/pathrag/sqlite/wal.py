@@ -2,11 +2,15 @@
 
 SQLite ignores a WAL file whose header is damaged, and every frame from the first one whose checksum is wrong
 on, without a word: the commits in them would vanish. :func:`check_wal` reads the header (magic, version,
-checksum, page size) and then every frame's checksum chain before a store is opened, unless a writer is
-active (see :func:`~pathrag.sqlite.lock.writer_active`). A frame that fails its checksum is damage, and not
-the torn end of a killed writer's last transaction, when a committed transaction follows it, or when the
-store's ``-shm`` file (SQLite's index of the WAL, valid and of the same WAL) counts more committed frames
-than the chain holds (a WAL cut short, or its last commit damaged).
+checksum, page size) and then every frame's checksum chain before a store is opened. A frame that fails its
+checksum is damage, and not the torn end of a killed writer's last transaction, when a committed transaction
+follows it, or when the store's ``-shm`` file (SQLite's index of the WAL, valid and of the same WAL) counts
+more committed frames than the chain holds (a WAL cut short, or its last commit damaged).
+
+A writer may commit while the check reads, and its half-read frames or a ``-shm`` count read after the
+chain then look like damage. So damage is reported only when the files did not change during the check
+(every commit grows the WAL or rewrites its header, and moves the ``-shm`` count): a store being written
+is never called damaged, and the check takes no lock, so it never holds up a writer either.
 
 The checksum (sqlite.org/fileformat.html#wal_file_format) runs over pairs of 32-bit words, each pair
 ``s0 += x0 + s1; s1 += x1 + s0``: a linear map of ``(s0, s1)``, so a frame's run is computed at once with
@@ -25,7 +29,6 @@ from typing import BinaryIO
 import numpy as np
 
 from ..errors import StoreError
-from .lock import writer_active
 
 __all__ = ["check_wal"]
 
@@ -172,16 +175,44 @@ def _wal_damage(wal: Path) -> str | None:
     return None
 
 
+_TRIES = 3  # checks of a WAL that changed under them before it is left to SQLite (writers are at work)
+
+
+def _state(wal: Path) -> tuple[object, ...] | None:
+    """What any commit or checkpoint changes: the WAL's identity, size, time and header, and the ``-shm``
+    file's header (its count of committed frames, its change counter). ``None``: no WAL."""
+    shm = wal.with_name(wal.name[: -len("-wal")] + "-shm")
+    try:
+        info = os.stat(wal)
+        with wal.open("rb") as handle:
+            header = handle.read(32)
+    except OSError:
+        return None
+    try:
+        with shm.open("rb") as handle:
+            index = handle.read(136)
+    except OSError:
+        index = b""
+    return info.st_ino, info.st_size, info.st_mtime_ns, header, index
+
+
 def check_wal(path: Path) -> None:
     """Refuse to open ``path`` when its ``-wal`` file is damaged, instead of letting SQLite drop the
-    commits it holds. Skipped while a writer holds the lock."""
+    commits it holds: only when the damage is seen on files no commit changed during the check (a store
+    being written is read as its writers leave it, by SQLite)."""
     wal = path.with_name(path.name + "-wal")
-    if not path.exists() or not wal.exists() or writer_active(path.parent):
+    if not path.exists():
         return
-    reason = _wal_damage(wal)
-    if reason is not None and _wal_damage(wal) is not None:  # read twice: not a reader's checkpoint racing us
-        raise StoreError(
-            f"{wal} is damaged ({reason}): SQLite would drop the commits it holds without a word; "
-            f"restore the store directory from a backup, or move {wal.name} aside to open the store "
-            "as of its last checkpoint (the commits in it are then lost)"
-        )
+    for _ in range(_TRIES):
+        before = _state(wal)
+        if before is None:
+            return
+        reason = _wal_damage(wal)
+        if reason is None:
+            return
+        if _state(wal) == before:
+            raise StoreError(
+                f"{wal} is damaged ({reason}): SQLite would drop the commits it holds without a word; "
+                f"restore the store directory from a backup, or move {wal.name} aside to open the store "
+                "as of its last checkpoint (the commits in it are then lost)"
+            )
