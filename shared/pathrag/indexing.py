@@ -586,6 +586,8 @@ class PathRAGIndex:
                 want = wanted[name] | (held & passages if name == "chunks" else set())
                 if held != want:
                     problems.append(f"{name} vectors: {len(want - held)} missing, {len(held - want)} without an owner")
+            if isinstance(index, SQLiteVectorIndex):
+                problems += index.check_files()  # the saved search files, every byte
         return problems
 
     def _check_graph(self, names: set[str], keys: set[tuple[str, str]]) -> list[str]:

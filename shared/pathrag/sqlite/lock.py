@@ -26,9 +26,11 @@ except ImportError:  # pragma: no cover - Windows
 
 from ..errors import StoreError, StoreLocked
 
-__all__ = ["LOCK_FILE", "WriterLock", "open_safely"]
+__all__ = ["FOLD_LOCK_FILE", "LOCK_FILE", "WriterLock", "open_safely"]
 
 LOCK_FILE = "pathrag.lock"
+FOLD_LOCK_FILE = "pathrag.fold.lock"
+"""Held (an exclusive ``flock``) by the one process folding changes into a store's saved search files."""
 
 _PID_WIDTH = 20  # the pid is written padded to this width: it always covers the one before it
 

@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import StoreDamaged, StoreError, StoreFormatError
 from ..files import file_kind
-from .lock import LOCK_FILE
+from .lock import FOLD_LOCK_FILE, LOCK_FILE
 from .migrations import upgrade
 from .schema import FORMAT, FORMAT_VERSION, SCHEMA, STORE_FILE
 from .wal import check_wal
@@ -540,7 +540,8 @@ def _refuse_special_files(path: Path) -> None:
     """Refuse a FIFO, socket, device or folder in place of the store file, its WAL, its shared memory or
     the writer's lock file before SQLite (or the WAL check, or the lock) opens it: reading a FIFO blocks
     forever."""
-    for name in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm")), path.with_name(LOCK_FILE)):
+    others = (path.with_name(path.name + s) for s in ("-wal", "-shm"))
+    for name in (path, *others, path.with_name(LOCK_FILE), path.with_name(FOLD_LOCK_FILE)):
         kind = file_kind(name)
         if kind is not None:
             raise StoreError(

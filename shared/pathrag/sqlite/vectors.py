@@ -12,7 +12,7 @@ from typing_extensions import override
 
 from ..errors import StoreError
 from ..vectors import Embedder, VectorHit, VectorIndex, VectorItem, checked_vectors
-from .ann import SpaceIndex, saved_indexes, trim_key
+from .ann import SpaceIndex, check_saved, saved_indexes, trim_key
 from .codec import IN_JSON, dumps
 from .schema import READ_TEXT, VECTOR_COLUMNS, WRITE_VECTORS, WRITE_VECTORS_V1
 from .store import SQLiteStore
@@ -222,6 +222,12 @@ class SQLiteVectorIndex(VectorIndex):
                 return
             self._index.catch_up(dimension)
         self._index.fold()
+
+    def check_files(self) -> list[str]:
+        """What is wrong with this space's saved search files (every byte of them is read): one line per
+        damaged manifest, with what happens to it (see :func:`~pathrag.sqlite.ann.check_saved`)."""
+        dimension = self._dimension()
+        return [] if dimension is None else check_saved(self.store.directory, self.space, dimension)
 
     def _search(self, vector: Sequence[float], k: int) -> list[VectorHit]:
         query = _units([vector])[0]
