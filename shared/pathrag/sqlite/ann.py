@@ -635,7 +635,7 @@ class SpaceIndex:
         except (OSError, RuntimeError, ValueError) as exc:  # a full disk, say
             logger.warning("cannot save the %s index (%s): it stays in this process's memory", self.space, exc)
             return False
-        self._remove_older(manifest, [name for name, _, _ in entries])
+        self._remove_older(manifest, [s.path.name for s in segments if s.path is not None])
         return True
 
     def _remove_older(self, manifest: Path, listed: list[str]) -> None:
