@@ -282,3 +282,85 @@ def test_a_manifest_lists_each_segment_with_its_size_and_checksum(tmp_path: Path
     assert content["format"] == ann_module.MANIFEST_FORMAT
     assert content["scale"] == ann_module.int8_scale(EMBEDDER.dimensions)
     assert content["segments"] == [[p.name, p.stat().st_size, zlib.crc32(p.read_bytes())] for p in segments]
+
+
+def test_a_search_never_folds_itself_and_answers_from_the_rows_while_a_fold_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Row 9: a reader's first query after a commit of 10^5 vectors took 16-18 s, folding them itself. A
+    search now starts the fold in a thread of its own; meanwhile searches, through writes and deletions of
+    the very rows being folded, answer as exact search does, and so do they once the fold is taken in."""
+    monkeypatch.setattr(ann_module, "SEGMENT_LIMIT", 60)
+    rng = random.Random(13)
+    ann, exact = pair(tmp_path)
+    ann.upsert(items(rng, range(200)))
+    release, building, threads = threading.Event(), threading.Event(), []
+    real = ann_module.SpaceIndex._build
+
+    def held_build(self, plan):
+        threads.append(threading.current_thread())
+        building.set()
+        assert release.wait(60)
+        return real(self, plan)
+
+    monkeypatch.setattr(ann_module.SpaceIndex, "_build", held_build)
+    asked = queries(rng)
+    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]  # the first search: from the rows
+    assert building.wait(60) and threads[0] is not threading.current_thread()
+    ann.delete([f"e{i}" for i in range(0, 200, 4)])  # rows the fold is taking in
+    ann.upsert(items(rng, range(1, 200, 4), " changed"))
+    ann.upsert(items(rng, range(200, 230)))
+    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert ann._index.pending is not None and ann._index.stale  # the fold is still under way
+    release.set()
+    ann._index.wait_folded()
+    assert ann._index.pending is None and len(ann._index.segments) == 4
+    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+    ann._index.wait_folded()  # the changes made during the first fold, folded by the next search
+    assert all(t.name == "pathrag-fold" and t is not threading.current_thread() for t in threads)
+    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+
+
+def test_a_fold_that_fails_gives_its_rows_back_to_the_searches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ann, exact = pair(tmp_path)
+    ann.upsert(items(random.Random(14), range(200)))
+
+    def failing_build(self, plan):
+        raise RuntimeError("no memory left")
+
+    monkeypatch.setattr(ann_module.SpaceIndex, "_build", failing_build)
+    with pytest.raises(RuntimeError):
+        ann.catch_up()
+    ann.delete(["e1", "e2"])
+    asked = queries(random.Random(15))
+    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert ann._index.pending is None and not ann._index.segments and len(ann._index.added) == 198
+
+
+def test_closing_a_store_stops_a_fold_a_search_started_and_writes_nothing_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ann, exact = pair(tmp_path)
+    ann.upsert(items(random.Random(16), range(200)))
+    release, building = threading.Event(), threading.Event()
+    real = ann_module.SpaceIndex._build
+
+    def held_build(self, plan):
+        building.set()
+        assert release.wait(60)
+        return real(self, plan)
+
+    monkeypatch.setattr(ann_module.SpaceIndex, "_build", held_build)
+    ann.query("w1", 3)
+    assert building.wait(60)
+    closing = threading.Thread(target=ann.stop_folding)
+    closing.start()
+    while not ann._index._stop.is_set():  # asked to stop before the fold adds anything
+        closing.join(0.01)
+    release.set()
+    closing.join(60)
+    assert not closing.is_alive() and saved_indexes(tmp_path, "entities") == []
+    asked = queries(random.Random(17))
+    monkeypatch.setattr(ann_module.SpaceIndex, "fold_soon", lambda self: None)
+    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]  # its rows searched again
+    assert ann._index.pending is None and len(ann._index.added) == 200

@@ -32,7 +32,9 @@ process's index sees exactly its own state (the keys changed since are looked up
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -41,6 +43,7 @@ import mmap
 import os
 import re
 import threading
+import weakref
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -214,13 +217,18 @@ class KeyedMatrix:
         size = len(self._row)
         return self._keys[:size], self._matrix[:size]
 
-    def search(self, query: np.ndarray, k: int) -> list[int]:
+    def search(self, query: np.ndarray, k: int, skip: set[int] | None = None) -> list[int]:
         """The keys of the ``k`` best vectors by dot product with ``query``, and of any tied with the
-        ``k``-th (unordered)."""
+        ``k``-th (unordered); none of ``skip``."""
         keys, matrix = self.items()
         if k <= 0 or not len(keys):
             return []
         scores = matrix @ query
+        if skip:
+            out = np.isin(keys, np.fromiter(skip, dtype=np.int64, count=len(skip)))
+            keys, scores = keys[~out], scores[~out]
+            if not len(keys):
+                return []
         k = min(k, len(keys))
         kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
         # every key tied with the k-th best too: the caller breaks ties by id, not by matrix position
@@ -308,11 +316,8 @@ class _Segment:
         index._pathrag_mapping = mapping
         return cls(index, path, held=False, size=size, crc=crc)
 
-    def writable(self) -> _Segment:
-        """This segment, or an in-memory copy of it when it is memory-mapped (its file may go: another
-        process may fold meanwhile)."""
-        if self.held:
-            return self
+    def copied(self) -> _Segment:
+        """An in-memory copy of this segment to change: searches may be walking this one meanwhile."""
         copy = self.index.copy()
         copy.expansion_add = BUILD["expansion_add"]  # a build setting, not saved in the file
         return _Segment(copy, self.path, held=True, size=self.size, crc=self.crc)
@@ -337,6 +342,36 @@ def _crc(fd: int, size: int) -> int:
     return crc
 
 
+_ADD_BATCH = 1 << 13  # vectors added to a graph at a time: a fold stops between two batches
+_STOPPING = threading.Event()  # set when the process ends (see _stop_folds)
+_BACKGROUND: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # the folds searches started
+
+
+class _Stopped(Exception):
+    """A fold given up because the process is ending."""
+
+
+@atexit.register
+def _stop_folds() -> None:
+    """At exit, stop the folds searches started (daemon threads) before the interpreter goes: usearch's
+    own threads, ended under it, abort the process ("terminate called without an active exception")."""
+    _STOPPING.set()
+    for thread in list(_BACKGROUND):
+        thread.join(timeout=60)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Fold:
+    """What a fold takes in: the state at log position ``seq`` (``generation``: of which load)."""
+
+    generation: int
+    seq: int
+    segments: list[_Segment]
+    removed: set[int]
+    rows: KeyedMatrix
+    scale: float
+
+
 class SpaceIndex:
     """One process's search structure for one space of a store, at one position of its vector log.
 
@@ -358,9 +393,14 @@ class SpaceIndex:
         self.removed: set[int] = set()  # keys of the segments removed since
         self.history: deque[tuple[int, int]] = deque(maxlen=_HISTORY)  # (seq, key) of recent changes
         self.history_from = -1  # history is complete for every change after this seq
+        self.pending: KeyedMatrix | None = None  # the rows a fold under way takes in (see fold)
+        self.stale: set[int] = set()  # keys changed since that fold began: not searched in ``pending``
         self.lock = threading.Lock()
         self.written: list[tuple[np.ndarray, np.ndarray]] | None = None  # see keep_written
         self._written_lock = threading.Lock()  # not self.lock: a commit must not wait for a fold
+        self._generation = 0  # counts reloads: a fold begun before one is not taken in
+        self._background: threading.Thread | None = None  # a fold a search started (see candidates)
+        self._stop = threading.Event()  # set while stop_folding() stops it
 
     # -- keeping in step --------------------------------------------------------------------------
 
@@ -371,9 +411,10 @@ class SpaceIndex:
         floor = int(trimmed[0][0]) if trimmed else 0
         return max(head or 0, floor), floor
 
-    def sync(self, ndim: int, *, fold: bool = True) -> int:
+    def sync(self, ndim: int) -> int:
         """Bring this index up to the caller's snapshot (or leave it ahead); return the snapshot's position.
-        With ``fold``, changes worth it are folded into saved files (see :meth:`fold`)."""
+        Changes worth folding are taken from another process's newer saved files, if there are some (see
+        :meth:`fold` for folding them here)."""
         head, floor = self._head()
         if self.seq < 0 or self.seq < floor or self.added is None or self.added.ndim != ndim:
             self._load(head, floor, ndim)
@@ -383,8 +424,6 @@ class SpaceIndex:
             newest = saved_indexes(self.directory, self.space)
             if newest and max(self.base_seq, self.refused) < newest[0][0] <= head:  # another process folded
                 self._load(head, floor, ndim)
-            elif fold and not self.store.read_only:
-                self._fold()
         return head
 
     def _vectors(self, keys: Sequence[int]) -> tuple[list[int], np.ndarray]:
@@ -440,6 +479,8 @@ class SpaceIndex:
         last = len(keys) - 1 - first  # where each changed key's last change is
         assert self.added is not None
         self.added.remove(changed.tolist())
+        if self.pending is not None:  # a fold is taking in the rows as they were: these are searched anew
+            self.stale.update(changed.tolist())
         if self.segments and len(changed):
             for segment in self.segments:
                 self.removed.update(segment.holding(changed.astype(np.uint64)).tolist())
@@ -472,6 +513,7 @@ class SpaceIndex:
     def _load(self, head: int, floor: int, ndim: int) -> None:
         """Start afresh at ``head``: from the newest saved index the log reaches back to, else from SQLite."""
         self.history, self.history_from = deque(maxlen=_HISTORY), head
+        self.pending, self.stale, self._generation = None, set(), self._generation + 1  # a fold under way is dropped
         for _ in range(2):  # once more if a fold replaced the files while they were being opened
             vanished = False
             for seq, path in saved_indexes(self.directory, self.space):
@@ -559,72 +601,117 @@ class SpaceIndex:
     # -- folding changes into a saved index -------------------------------------------------------
 
     def _worth_folding(self) -> bool:
-        assert self.added is not None
+        if self.added is None or self.pending is not None:  # nothing loaded, or a fold under way
+            return False
         changed = len(self.added) + len(self.removed)
         limit = EXACT_LIMIT if self._exact_limit is None else self._exact_limit
         if self.segments:
             limit = min(limit, FOLD_LIMIT)
         return changed * self.added.ndim >= limit and _usearch() is not None
 
-    def _fold(self) -> None:
-        """Write the segments the changes since touch (removals where they are, additions into the last
-        one until it is full, then into new ones) and a manifest of all of them; search through them.
+    def fold(self) -> None:
+        """Fold the changes held apart into saved files, if they are worth it and this process may write.
 
-        One process at a time folds a space (:func:`_folding`): another one's fold is left to finish, and
-        its files are taken up once a snapshot reaches them."""
+        The graphs are built without holding :attr:`lock`: searches go on meanwhile, the rows being folded
+        searched exactly (``pending``, but for the keys changed since, ``stale``). One process folds a store
+        at a time (:func:`_folding`): while another one does, this one leaves it to it and takes its files
+        once a snapshot reaches them."""
+        if self.store.read_only or _usearch() is None:
+            return
         with _folding(self.directory, self.space) as alone:
-            if alone:
-                self._fold_alone()
+            if not alone:
+                return
+            with self.lock:
+                if not self._worth_folding():
+                    return
+                plan = self._freeze()
+            built = None
+            try:
+                built = self._build(plan)
+            finally:
+                with self.lock:
+                    self._settle(plan, built)
 
-    def _fold_alone(self) -> None:
+    def _freeze(self) -> _Fold:
+        """Hand the rows held apart to a fold: searched as ``pending`` until it ends, changes going on apart."""
+        assert self.added is not None
+        ndim = self.added.ndim
+        scale = self.scale if self.segments and self.scale is not None else int8_scale(ndim)
+        plan = _Fold(self._generation, self.seq, list(self.segments), set(self.removed), self.added, scale)
+        self.pending, self.stale, self.added = self.added, set(), KeyedMatrix(ndim)
+        return plan
+
+    def _settle(self, plan: _Fold, built: list[_Segment] | None) -> None:
+        """Search through the segments a fold ``built`` (``None``: it failed, the rows are held apart again)."""
+        if plan.generation != self._generation:  # reloaded meanwhile: the fold is not this state's
+            return
+        assert self.pending is not None and self.added is not None
+        if built is None:
+            keys, vectors = self.pending.items()
+            kept = ~np.isin(keys, np.fromiter(self.stale, dtype=np.int64, count=len(self.stale)))
+            self.added.add(keys[kept].tolist(), vectors[kept])
+        else:
+            stale = np.fromiter(self.stale, dtype=np.uint64, count=len(self.stale))
+            self.segments, self.base_seq, self.scale = built, plan.seq, plan.scale
+            self.removed = {int(k) for segment in built for k in segment.holding(stale)} if len(stale) else set()
+        self.pending, self.stale = None, set()
+
+    def _build(self, plan: _Fold) -> list[_Segment]:
+        """The segments of ``plan``: removals taken out where they are, additions put into the last one until
+        it is full, then into new ones; each touched one a copy (searches go on in the ones they replace)."""
         usearch = _usearch()
-        assert usearch is not None and self.added is not None
-        segments = list(self.segments)
+        assert usearch is not None
+        segments, ndim = list(plan.segments), plan.rows.ndim
         touched = {n for n, segment in enumerate(segments) if segment.path is None}  # not saved yet
-        if self.removed:
-            gone = np.fromiter(self.removed, dtype=np.uint64, count=len(self.removed))
+        mine: set[int] = set()  # the segments this fold made (the others are searched meanwhile)
+        if plan.removed:
+            gone = np.fromiter(plan.removed, dtype=np.uint64, count=len(plan.removed))
             for n, segment in enumerate(segments):
                 held = segment.holding(gone)
                 if len(held):
-                    segments[n] = segment.writable()
+                    segments[n] = segment.copied()
                     segments[n].index.remove(held)
                     touched.add(n)
-        keys, vectors = self.added.items()
-        # one metric and one cast per space: distances are compared across segments
-        metric = segments[0].index.metric if segments else METRIC
-        scale = self.scale if segments else int8_scale(self.added.ndim)
+                    mine.add(n)
+        keys, vectors = plan.rows.items()
+        metric = segments[0].index.metric if segments else METRIC  # one metric per space: distances compare
         start = 0
         while start < len(keys):
             if not segments or len(segments[-1].index) >= SEGMENT_LIMIT:
                 # int8 components: a quarter of the memory and 2.4x faster to build than float32, at the
                 # same recall once the candidates are re-scored from the rows (measured on MiniLM vectors)
-                fresh = usearch.Index(ndim=self.added.ndim, metric=metric, dtype="i8", **BUILD)
+                fresh = usearch.Index(ndim=ndim, metric=metric, dtype="i8", **BUILD)
                 segments.append(_Segment(fresh, None, held=True))
-            segments[-1] = last = segments[-1].writable()
-            stop = start + SEGMENT_LIMIT - len(last.index)
-            copies = int8_copies(vectors[start:stop], scale)
+                mine.add(len(segments) - 1)
+            if len(segments) - 1 not in mine:
+                segments[-1] = segments[-1].copied()
+                mine.add(len(segments) - 1)
+            last = segments[-1]
+            stop = min(start + SEGMENT_LIMIT - len(last.index), start + _ADD_BATCH)
+            if _STOPPING.is_set() or self._stop.is_set():
+                raise _Stopped("the process or the store is closing")
+            copies = int8_copies(vectors[start:stop], plan.scale)
             last.index.add(keys[start:stop].astype(np.uint64), copies, threads=os.cpu_count() or 1)
             touched.add(len(segments) - 1)
             start = stop
-        if self._save(segments, touched, scale):
+        if self._save(segments, touched, plan):
             for n, segment in enumerate(segments[:-1]):  # the writer holds only the one taking additions
                 if segment.held and segment.path is not None:
                     try:
                         segments[n] = _Segment.mapped(segment.path, segment.size, segment.crc)
                     except Exception as exc:  # gone or changed meanwhile: the copy in memory stays in use
                         logger.info("%s stays in memory (%s)", segment.path.name, exc)
-        self.segments, self.base_seq, self.scale = segments, self.seq, scale
-        self.removed, self.added = set(), KeyedMatrix(self.added.ndim)
+        return segments
 
-    def _save(self, segments: list[_Segment], touched: set[int], scale: float | None) -> bool:
+    def _save(self, segments: list[_Segment], touched: set[int], plan: _Fold) -> bool:
         """Write the ``touched`` segments, then the manifest of all, with their sizes and checksums and
-        their int8 ``scale`` (each aside, then renamed into place), and remove older files; ``False`` if they
+        their int8 scale (each aside, then renamed into place), and remove older files; ``False`` if they
         could not be written (searched from memory meanwhile)."""
-        manifest = _path(self.directory, self.space, self.seq)
+        manifest, scale = _path(self.directory, self.space, plan.seq), plan.scale
         try:
             for n in sorted(touched):
                 segments[n].path = None
-                path = self.directory / f"pathrag-{self.space}.{self.seq}.{n}.usearch"
+                path = self.directory / f"pathrag-{self.space}.{plan.seq}.{n}.usearch"
                 _write_aside(path, segments[n].index.save)
                 segments[n].size, segments[n].crc = _file_crc(path)
                 segments[n].path = path
@@ -635,37 +722,66 @@ class SpaceIndex:
         except (OSError, RuntimeError, ValueError) as exc:  # a full disk, say
             logger.warning("cannot save the %s index (%s): it stays in this process's memory", self.space, exc)
             return False
-        self._remove_older(manifest, [s.path.name for s in segments if s.path is not None])
+        self._remove_older(manifest, [s.path.name for s in segments if s.path is not None], plan)
         return True
 
-    def _remove_older(self, manifest: Path, listed: list[str]) -> None:
+    def _remove_older(self, manifest: Path, listed: list[str], plan: _Fold) -> None:
         """Remove the files older than ``manifest`` that no manifest left lists. Under the fold lock no other
         process writes this space's files; a process that has them open keeps them, and one about to open
         an older manifest looks again. A manifest newer than this one (another process ahead of this one,
         or files restored beside an older store) keeps what it lists, and all, if it cannot be read."""
         kept, unknown = {manifest.name, *listed}, False
-        assert self.added is not None
         for seq, path in saved_indexes(self.directory, self.space):
-            if seq > self.seq:
+            if seq > plan.seq:
                 try:
-                    kept.update(name for name, _, _ in _read_manifest(path, self.space, seq, self.added.ndim)[0])
+                    kept.update(name for name, _, _ in _read_manifest(path, self.space, seq, plan.rows.ndim)[0])
                 except Exception:
                     unknown = True
         for seq, path in _saved_files(self.directory, self.space):
-            if seq < self.seq and path.name not in kept and not (unknown and ".usearch.json" not in path.name):
+            if seq < plan.seq and path.name not in kept and not (unknown and ".usearch.json" not in path.name):
                 with contextlib.suppress(OSError):
                     path.unlink()
 
     def catch_up(self, ndim: int) -> None:
         """Bring this index up to the caller's snapshot now (call :meth:`fold` after the snapshot)."""
         with self.lock:
-            self.sync(ndim, fold=False)
+            self.sync(ndim)
 
-    def fold(self) -> None:
-        """Fold the changes held apart into saved files, if they are worth it and this process may write."""
-        with self.lock:
-            if self.added is not None and self._worth_folding() and not self.store.read_only:
-                self._fold()
+    def fold_soon(self) -> None:
+        """:meth:`fold` in a thread of its own, unless one is under way: what a search does when the changes
+        are worth folding, so that no search waits for a fold (a reader's first query after a commit of
+        10^5 vectors took 16-18 s: it folded them itself). A daemon thread: a process that ends stops it
+        between two batches of additions (:func:`_stop_folds`), and the next fold removes its files."""
+        with self._written_lock:
+            if self._background is not None and self._background.is_alive():
+                return
+            self._background = threading.Thread(target=self._fold_quietly, name="pathrag-fold", daemon=True)
+            self._background.start()
+            _BACKGROUND.add(self._background)
+
+    def _fold_quietly(self) -> None:
+        try:
+            self.fold()
+        except _Stopped:
+            pass
+        except Exception as exc:  # the changes stay held apart, searched exactly
+            logger.warning("cannot fold the %s index (%s): it stays in this process's memory", self.space, exc)
+
+    def wait_folded(self) -> None:
+        """Return once a fold :meth:`fold_soon` started has ended."""
+        background = self._background
+        if background is not None:
+            background.join()
+
+    def stop_folding(self) -> None:
+        """Stop a fold :meth:`fold_soon` started (between two batches of additions) and wait for it: what
+        closing a store does, so that no file is written in its directory after (the next process to fold
+        removes the stopped fold's files)."""
+        self._stop.set()
+        try:
+            self.wait_folded()
+        finally:
+            self._stop.clear()
 
     # -- searching --------------------------------------------------------------------------------
 
@@ -674,6 +790,8 @@ class SpaceIndex:
         rows held apart, and each segment's as its HNSW search finds them."""
         assert self.added is not None
         found = set(self.added.search(query, k + len(skip))) - skip
+        if self.pending is not None:
+            found.update(self.pending.search(query, k, skip | self.stale))
         if not self.segments:
             return found
         skip = skip | self.removed
@@ -694,6 +812,8 @@ class SpaceIndex:
         them, up to the HNSW search's recall; call inside :meth:`SQLiteStore.snapshot`)."""
         with self.lock:
             snapshot = self.sync(len(query))
+            if self._worth_folding() and not self.store.read_only and _usearch() is not None:
+                self.fold_soon()  # never in this search: it answers from the rows held apart meanwhile
             if snapshot >= self.seq:
                 return list(self._top(query, k, set()))
             changed = {key for seq, key in self.history if seq > snapshot}

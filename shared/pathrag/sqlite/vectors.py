@@ -221,6 +221,7 @@ class SQLiteVectorIndex(VectorIndex):
             if dimension is None:
                 return
             self._index.catch_up(dimension)
+        self._index.wait_folded()  # one a search started: then what it left
         self._index.fold()
 
     def check_files(self) -> list[str]:
@@ -228,6 +229,11 @@ class SQLiteVectorIndex(VectorIndex):
         damaged manifest, with what happens to it (see :func:`~pathrag.sqlite.ann.check_saved`)."""
         dimension = self._dimension()
         return [] if dimension is None else check_saved(self.store.directory, self.space, dimension)
+
+    def stop_folding(self) -> None:
+        """Stop a fold a search started in the background, and wait for it (see
+        :meth:`~pathrag.sqlite.ann.SpaceIndex.stop_folding`); :meth:`catch_up` folds to the end instead."""
+        self._index.stop_folding()
 
     def _search(self, vector: Sequence[float], k: int) -> list[VectorHit]:
         query = _units([vector])[0]
