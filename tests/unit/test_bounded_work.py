@@ -1,20 +1,28 @@
 """Bounded work whatever the settings or the input (issue 39 rows 7 and 8, item 5): the path search walks at
 most :data:`~pathrag.params.PATH_STEPS` steps and :data:`~pathrag.params.MAX_HOPS` relations, so no setting of
 ``max_hops`` or θ makes one query enumerate an exponential number of paths, while the paper's settings never
-come near the bound (their paths are the same as without it: the oracle tests of test_pruning.py)."""
+come near the bound (their paths are the same as without it: the oracle tests of test_pruning.py); an insert
+reads its documents as it goes and extracts them through a few workers, a batch a commit."""
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import networkx as nx
 import pytest
 
-from pathrag import PathParams, RetrievalParams, find_key_paths
+from pathrag import Document, HashingEmbedder, IndexConfig, PathParams, PathRAGIndex, RetrievalParams, find_key_paths
+from pathrag import indexing as indexing_module
 from pathrag import pruning as pruning_module
 from pathrag.demo import load_questions, open_demo_index
 from pathrag.params import MAX_HOPS, PATH_STEPS
+from pathrag.sqlite import STORE_FILE
+
+from ..fakes import ScriptedLLM
 
 pytestmark = pytest.mark.reliability
 
@@ -107,3 +115,61 @@ def test_every_hostile_setting_walks_a_bounded_number_of_steps_on_the_demo_store
             result = in_a_thread(lambda params=params: demo.retrieve(question, params=params))
             assert result.paths  # it still finds paths
             assert sum(walked) <= PATH_STEPS + 40 * (MAX_HOPS + 2)
+
+
+# -- one insert of many documents (row 8) -------------------------------------------------------------
+
+
+class CountingLLM(ScriptedLLM):
+    """Notes how many asyncio tasks exist whenever it is asked (a task per chunk, up front, held 10 GB for
+    10^6 tiny documents before the first answer)."""
+
+    def __init__(self) -> None:
+        super().__init__(delay=0.001)  # waits, as a model over the network does
+        self.tasks = 0
+
+    async def acomplete(self, prompt: str) -> str:
+        self.tasks = max(self.tasks, len(asyncio.all_tasks()))
+        return await super().acomplete(prompt)
+
+
+def test_an_insert_extracts_through_a_few_workers_not_a_task_per_chunk(tmp_path: Path) -> None:
+    llm = CountingLLM()
+    index = PathRAGIndex(tmp_path, llm=llm, embedder=HashingEmbedder(32), config=IndexConfig(max_concurrency=3))
+    summary = index.insert([Document(id=f"d{i}", text=f"ENTITY E{i} | thing | Item {i}.") for i in range(300)])
+    index.close()
+    assert summary.documents == 300 and summary.chunks_extracted == 300
+    assert llm.tasks <= 2 * 3 + 2, llm.tasks  # the workers, the insert's own task, the loop's
+
+
+def test_a_big_insert_reads_its_documents_as_it_goes_and_commits_them_a_batch_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexing_module, "INSERT_BATCH", 10)
+    committed: list[int] = []
+
+    def documents() -> Iterator[Document]:
+        for i in range(35):
+            if i % 10 == 0 and (tmp_path / STORE_FILE).exists():
+                conn = sqlite3.connect(tmp_path / STORE_FILE)
+                committed.append(conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
+                conn.close()
+            yield Document(id=f"d{i}", text=f"ENTITY E{i} | thing | Item {i}.")
+
+    index = PathRAGIndex(tmp_path, llm=ScriptedLLM(), embedder=HashingEmbedder(32))
+    summary = index.insert(documents())
+    assert committed == [0, 10, 20, 30]  # each batch committed before the next one is read
+    assert (summary.documents, summary.chunks_extracted, summary.entities) == (35, 35, 35)
+    assert len(index.documents) == 35 and index.check() == []
+    again = index.insert(documents())  # a big insert run again costs nothing
+    assert (again.unchanged, again.llm_calls) == (35, 0)
+    index.close()
+
+
+def test_one_version_per_document_id_across_the_batches_of_an_insert(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(indexing_module, "INSERT_BATCH", 2)
+    index = PathRAGIndex(tmp_path, llm=ScriptedLLM(), embedder=HashingEmbedder(32))
+    docs = [Document(id="a", text="first"), Document(id="b", text="b"), Document(id="a", text="second")]
+    with pytest.raises(ValueError, match="appears twice in one insert with different texts"):
+        index.insert(docs)
+    index.close()

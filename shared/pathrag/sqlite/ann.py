@@ -618,6 +618,9 @@ class SpaceIndex:
         once a snapshot reaches them."""
         if self.store.read_only or _usearch() is None:
             return
+        with self.lock:
+            if not self._worth_folding():  # most commits: no lock file to take
+                return
         with _folding(self.directory, self.space) as alone:
             if not alone:
                 return
