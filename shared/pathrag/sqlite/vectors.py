@@ -11,7 +11,7 @@ import numpy as np
 from typing_extensions import override
 
 from ..errors import StoreError
-from ..vectors import Embedder, VectorHit, VectorIndex, VectorItem, checked_vectors
+from ..vectors import Embedder, VectorHit, VectorIndex, VectorItem, check_finite, checked_vectors
 from .ann import SpaceIndex, check_saved, saved_indexes, trim_key
 from .codec import IN_JSON, dumps
 from .schema import READ_TEXT, VECTOR_COLUMNS, WRITE_VECTORS, WRITE_VECTORS_V1
@@ -107,6 +107,7 @@ class SQLiteVectorIndex(VectorIndex):
         with self.store.transaction():
             self.store.check_dimension(len(vectors[0]), found)  # refuses several dimensions
             assert units is not None
+            check_finite(items, units)
             handing = self._index.written is not None  # see keep_written
             before = self.store.wread("SELECT COALESCE(MAX(seq), 0) FROM vector_log")[0][0] if handing else 0
             self.store.insert_rows(
