@@ -331,14 +331,15 @@ class _Segment:
 def _crc(fd: int, size: int) -> int:
     """The CRC-32 of the first ``size`` bytes of the open file ``fd`` (read a mebibyte at a time: zlib's
     CRC runs at several GB/s, so a 70 MB segment of 2^17 vectors is checked in about 20 ms once cached)."""
-    crc, done, buffer = 0, 0, bytearray(_CHUNK)
-    view = memoryview(buffer)
-    while done < size:
-        got = os.preadv(fd, [view[: min(_CHUNK, size - done)]], done)
-        if got <= 0:
-            raise ValueError("the file is shorter than it says")
-        crc = zlib.crc32(view[:got], crc)
-        done += got
+    crc, done, view = 0, 0, memoryview(bytearray(_CHUNK))
+    with open(fd, "rb", buffering=0, closefd=False) as handle:  # the caller's descriptor, from the start
+        handle.seek(0)
+        while done < size:
+            got = handle.readinto(view[: min(_CHUNK, size - done)])
+            if not got:
+                raise ValueError("the file is shorter than it says")
+            crc = zlib.crc32(view[:got], crc)
+            done += got
     return crc
 
 
@@ -401,6 +402,7 @@ class SpaceIndex:
         self._generation = 0  # counts reloads: a fold begun before one is not taken in
         self._background: threading.Thread | None = None  # a fold a search started (see candidates)
         self._stop = threading.Event()  # set while stop_folding() stops it
+        self._starting = threading.Lock()  # one fold_soon() at a time starts a thread
 
     # -- keeping in step --------------------------------------------------------------------------
 
@@ -755,7 +757,7 @@ class SpaceIndex:
         are worth folding, so that no search waits for a fold (a reader's first query after a commit of
         10^5 vectors took 16-18 s: it folded them itself). A daemon thread: a process that ends stops it
         between two batches of additions (:func:`_stop_folds`), and the next fold removes its files."""
-        with self._written_lock:
+        with self._starting:
             if self._background is not None and self._background.is_alive():
                 return
             self._background = threading.Thread(target=self._fold_quietly, name="pathrag-fold", daemon=True)
