@@ -165,3 +165,26 @@ def test_damage_seen_while_nothing_changes_is_still_reported(store: Path) -> Non
             read_store_info(store)
     finally:
         writer.close()
+
+
+def test_frames_committed_after_a_check_are_checked_at_the_next_open(store: Path) -> None:
+    """A process checks again only what was added since the last commit it found whole: damage there is
+    still found (the check of the earlier frames is not repeated)."""
+    writer = SQLiteStore(store)
+    with writer.transaction():
+        writer.set_meta({"commit": "0"})
+    read_store_info(store)  # checked whole, up to this commit
+    wal = store / f"{STORE_FILE}-wal"
+    checked = len(wal.read_bytes())
+    for n in range(1, 4):
+        with writer.transaction():
+            writer.set_meta({"commit": str(n), "pad": "x" * 40000})
+    data = bytearray(wal.read_bytes())
+    assert len(data) > checked + 32768
+    data[checked + 24 + 100 : checked + 24 + 164] = os.urandom(64)  # the first frame after the check
+    wal.write_bytes(data)
+    try:
+        with pytest.raises(StoreError, match="would be dropped"):
+            read_store_info(store)
+    finally:
+        writer.close()

@@ -10,7 +10,9 @@ more committed frames than the chain holds (a WAL cut short, or its last commit 
 A writer may commit while the check reads, and its half-read frames or a ``-shm`` count read after the
 chain then look like damage. So damage is reported only when the files did not change during the check
 (every commit grows the WAL or rewrites its header, and moves the ``-shm`` count): a store being written
-is never called damaged, and the check takes no lock, so it never holds up a writer either.
+is never called damaged, and the check takes no lock, so it never holds up a writer either. A process
+checks again only the frames after the last commit it found whole (the frames up to a commit never change
+until the WAL starts over, with new salts), and not at all a WAL unchanged since it found it whole.
 
 The checksum (sqlite.org/fileformat.html#wal_file_format) runs over pairs of 32-bit words, each pair
 ``s0 += x0 + s1; s1 += x1 + s0``: a linear map of ``(s0, s1)``, so a frame's run is computed at once with
@@ -23,6 +25,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import BinaryIO
 
@@ -73,14 +76,23 @@ def _is_commit(frame: bytes, header: bytes) -> bool:
     return frame[8:16] == header[16:24] and frame[4:8] != b"\0\0\0\0"
 
 
-def _chain(handle: BinaryIO, count: int, page_size: int, header: bytes) -> tuple[int, int]:
-    """How many frames SQLite keeps (the checksum chain and salts hold), and the commits among the frames
-    after the first bad one (only frames of this WAL: with its salts). Reads ``_BATCH`` frames at a time."""
+Verified = tuple[int, tuple[int, int]]
+"""A prefix of a WAL checked whole: its frames up to a commit, and the checksum after the last of them."""
+
+
+def _chain(
+    handle: BinaryIO, count: int, page_size: int, header: bytes, start: Verified | None = None
+) -> tuple[int, int, Verified]:
+    """How many frames SQLite keeps (the checksum chain and salts hold), the commits among the frames
+    after the first bad one (only frames of this WAL: with its salts), and the prefix up to the last commit
+    of the frames kept. Reads ``_BATCH`` frames at a time, from the end of ``start`` (checked before)."""
     big = int.from_bytes(header[:4], "big") & 1 == 1
-    s = (int.from_bytes(header[24:28], "big"), int.from_bytes(header[28:32], "big"))
     size = 24 + page_size
     m = [int(v) for v in _powers((8 + page_size) // 8)[4]]
-    for first in range(0, count, _BATCH):
+    kept: Verified = start or (0, (int.from_bytes(header[24:28], "big"), int.from_bytes(header[28:32], "big")))
+    s = kept[1]
+    handle.seek(32 + kept[0] * size)
+    for first in range(kept[0], count, _BATCH):
         rows = min(_BATCH, count - first)
         block = np.frombuffer(handle.read(rows * size), np.uint8).reshape(rows, size)
         words = np.concatenate([block[:, :8], block[:, 24:]], axis=1).view(">u4" if big else "<u4")
@@ -89,13 +101,21 @@ def _chain(handle: BinaryIO, count: int, page_size: int, header: bytes) -> tuple
             frame = block[i, :24].tobytes()
             stored = (int.from_bytes(frame[16:20], "big"), int.from_bytes(frame[20:24], "big"))
             if frame[8:16] != header[16:24] or frame[:4] == b"\0\0\0\0" or s != stored:
-                bad = first + i
-                later = sum(_is_commit(block[k, :24].tobytes(), header) for k in range(i + 1, rows))
-                for k in range(first + rows, count):
-                    handle.seek(32 + k * size)
-                    later += _is_commit(handle.read(24), header)
-                return bad, later
-    return count, 0
+                return first + i, _commits_after(handle, block, i, first, count, size, header), kept
+            if frame[4:8] != b"\0\0\0\0":  # a commit: the frames up to here never change in this WAL
+                kept = (first + i + 1, s)
+    return count, 0, kept
+
+
+def _commits_after(
+    handle: BinaryIO, block: np.ndarray, i: int, first: int, count: int, size: int, header: bytes
+) -> int:
+    """The commit frames of this WAL after frame ``first + i`` (the rest of ``block``, then the file)."""
+    later = sum(_is_commit(block[k, :24].tobytes(), header) for k in range(i + 1, len(block)))
+    for k in range(first + len(block), count):
+        handle.seek(32 + k * size)
+        later += _is_commit(handle.read(24), header)
+    return later
 
 
 def _shm_frames(shm: Path, header: bytes) -> int | None:
@@ -118,6 +138,11 @@ def _shm_frames(shm: Path, header: bytes) -> int | None:
     if (s0, s1) != (int.from_bytes(data[40:44], order), int.from_bytes(data[44:48], order)):
         return None
     return int.from_bytes(data[16:20], order)
+
+
+_WHOLE: dict[Path, tuple[object, ...]] = {}  # the state each WAL was last found whole in, in this process
+_PREFIXES: dict[Path, tuple[tuple[int, bytes], Verified]] = {}  # per WAL (inode, header): its prefix checked
+_WHOLE_LOCK = threading.Lock()
 
 
 def _header_damage(header: bytes, size: int) -> str | None:
@@ -158,7 +183,13 @@ def _wal_damage(wal: Path) -> str | None:
                 return reason
             page_size = int.from_bytes(header[8:12], "big")
             count = (size - 32) // (24 + page_size)
-            good, later = _chain(handle, count, page_size, header)
+            identity = (os.fstat(handle.fileno()).st_ino, header)
+            with _WHOLE_LOCK:
+                known = _PREFIXES.get(wal)
+            start = known[1] if known is not None and known[0] == identity and known[1][0] <= count else None
+            good, later, prefix = _chain(handle, count, page_size, header, start)
+            with _WHOLE_LOCK:
+                _PREFIXES[wal] = (identity, prefix)
     except OSError:
         return None
     if later:
@@ -207,8 +238,14 @@ def check_wal(path: Path) -> None:
         before = _state(wal)
         if before is None:
             return
+        with _WHOLE_LOCK:
+            if _WHOLE.get(wal) == before:  # checked whole as it is now (a command opens a store twice)
+                return
         reason = _wal_damage(wal)
         if reason is None:
+            if _state(wal) == before:
+                with _WHOLE_LOCK:
+                    _WHOLE[wal] = before
             return
         if _state(wal) == before:
             raise StoreError(
