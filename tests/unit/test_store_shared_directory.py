@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -188,3 +190,12 @@ def test_frames_committed_after_a_check_are_checked_at_the_next_open(store: Path
             read_store_info(store)
     finally:
         writer.close()
+
+
+def test_the_hostile_files_benchmark_runs_and_reports_the_lock_file_left_as_it_was() -> None:
+    script = Path(__file__).parents[2] / "benchmarks" / "hostile_files.py"
+    out = subprocess.run(
+        [sys.executable, str(script), "--probes", "symlink"], capture_output=True, text=True, check=True
+    ).stdout
+    rows = [line for line in out.splitlines() if line.startswith("| pathrag.lock")]
+    assert len(rows) == 1 and rows[0].endswith("| 1 | refused: StoreError; the file left as it was |"), out
