@@ -16,12 +16,14 @@ import threading
 import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pathrag.sqlite import SQLiteStore, SQLiteVectorIndex
 from pathrag.sqlite import ann as ann_module
 from pathrag.sqlite.ann import saved_indexes
 from pathrag.sqlite.lock import FOLD_LOCK_FILE
+from pathrag.sqlite.vectors import _units
 
 from .test_vector_search_index import EMBEDDER, SMALL, hits, items, pair, queries
 
@@ -29,6 +31,15 @@ pytest.importorskip("usearch")
 pytestmark = pytest.mark.reliability
 
 ROOT = Path(__file__).parents[2]
+
+
+def from_rows(index: SQLiteVectorIndex, query: str, k: int = 8) -> list[tuple[str, float]]:
+    """The ``k`` best hits as exact search over the store's rows finds them, as :func:`hits` gives them: no
+    saved file involved (an index built to search exactly still opens the saved files it finds)."""
+    vector = _units([index.embedder.embed([query])[0]])[0]
+    rows = index.store.read("SELECT id, vector FROM vectors WHERE space = ?", (index.space,))
+    scored = sorted((-float(np.frombuffer(blob, dtype="<f4") @ vector), item) for item, blob in rows)
+    return [(item, round(-score, 5)) for score, item in scored[:k]]
 
 
 def saved_store(directory: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[Path]]:
@@ -54,9 +65,9 @@ def rewrite(manifest: Path, change) -> None:
 
 
 def answers_as_exact_search_and_rebuilds(directory: Path) -> None:
-    ann, exact = pair(directory)
+    ann, _ = pair(directory)
     asked = queries(random.Random(7))
-    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
     assert ann._index.refused >= 0  # the saved files were refused, and the space searched from its rows
     ann.store.close()
 
@@ -67,12 +78,13 @@ sys.path[:0] = [{root!r}, {root!r} + "/shared"]
 from pathlib import Path
 from pathrag.sqlite import ann as ann_module
 from tests.unit.test_vector_search_index import hits, pair, queries
+from tests.unit.test_saved_index_files import from_rows
 ann_module.SEGMENT_LIMIT = 60
 wrong = 0
 for trial in sys.argv[1:]:
-    ann, exact = pair(Path(trial))
+    ann, _ = pair(Path(trial))
     asked = queries(random.Random(7), 10)
-    wrong += [hits(ann, q) for q in asked] != [hits(exact, q) for q in asked]
+    wrong += [hits(ann, q) for q in asked] != [from_rows(ann, q) for q in asked]
     ann.store.close()
 print(json.dumps({{"wrong": wrong}}))
 """
@@ -213,7 +225,7 @@ def test_a_fold_that_cannot_map_back_a_file_it_wrote_keeps_its_copy_and_every_se
     """Row 4: a file deleted between a fold's save and its map-back (another process's fold removing it)
     left a segment of ``None``, and every later search of the process failed."""
     monkeypatch.setattr(ann_module, "SEGMENT_LIMIT", 60)
-    ann, exact = pair(tmp_path)
+    ann, _ = pair(tmp_path)
     real = ann_module.SpaceIndex._save
 
     def save_then_lose_a_file(self, segments, touched, scale) -> bool:
@@ -227,20 +239,20 @@ def test_a_fold_that_cannot_map_back_a_file_it_wrote_keeps_its_copy_and_every_se
     assert ann._index.segments[0].held and ann._index.segments[0].index is not None
     asked = queries(random.Random(9))
     for _ in range(3):
-        assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+        assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
 
 
 def test_a_process_never_folds_while_another_one_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fcntl = pytest.importorskip("fcntl")
     monkeypatch.setattr(ann_module, "SEGMENT_LIMIT", 60)
-    ann, exact = pair(tmp_path)
+    ann, _ = pair(tmp_path)
     other = os.open(tmp_path / FOLD_LOCK_FILE, os.O_RDWR | os.O_CREAT)
     fcntl.flock(other, fcntl.LOCK_EX)  # another process's fold under way
     try:
         ann.upsert(items(random.Random(10), range(200)))
         ann.catch_up()
         asked = queries(random.Random(11))
-        assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]  # from the rows meanwhile
+        assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]  # from the rows meanwhile
         assert saved_indexes(tmp_path, "entities") == [] and not ann._index.segments
     finally:
         os.close(other)
@@ -254,12 +266,12 @@ def test_a_fold_never_removes_a_file_a_newer_manifest_lists(tmp_path: Path, monk
     seq = int(manifest.name.split(".")[1])
     newer = manifest.with_name(f"pathrag-entities.{seq + 1000}.usearch.json")
     newer.write_bytes(manifest.read_bytes())  # lists the same files; the store has not reached it
-    ann, exact = pair(tmp_path)
+    ann, _ = pair(tmp_path)
     ann.delete([f"e{i}" for i in range(0, 200, 2)])  # touches every segment: each is rewritten
     ann.catch_up()
     assert all(p.exists() for p in segments) and newer.exists()
     asked = queries(random.Random(12))
-    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
 
 
 def test_opening_the_saved_files_reads_each_once_more_and_maps_them(tmp_path: Path, monkeypatch) -> None:
@@ -292,7 +304,7 @@ def test_a_search_never_folds_itself_and_answers_from_the_rows_while_a_fold_runs
     the very rows being folded, answer as exact search does, and so do they once the fold is taken in."""
     monkeypatch.setattr(ann_module, "SEGMENT_LIMIT", 60)
     rng = random.Random(13)
-    ann, exact = pair(tmp_path)
+    ann, _ = pair(tmp_path)
     ann.upsert(items(rng, range(200)))
     release, building, threads = threading.Event(), threading.Event(), []
     real = ann_module.SpaceIndex._build
@@ -305,24 +317,24 @@ def test_a_search_never_folds_itself_and_answers_from_the_rows_while_a_fold_runs
 
     monkeypatch.setattr(ann_module.SpaceIndex, "_build", held_build)
     asked = queries(rng)
-    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]  # the first search: from the rows
+    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]  # the first search: from the rows
     assert building.wait(60) and threads[0] is not threading.current_thread()
     ann.delete([f"e{i}" for i in range(0, 200, 4)])  # rows the fold is taking in
     ann.upsert(items(rng, range(1, 200, 4), " changed"))
     ann.upsert(items(rng, range(200, 230)))
-    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
     assert ann._index.pending is not None and ann._index.stale  # the fold is still under way
     release.set()
     ann._index.wait_folded()
     assert ann._index.pending is None and len(ann._index.segments) == 4
-    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
     ann._index.wait_folded()  # the changes made during the first fold, folded by the next search
     assert all(t.name == "pathrag-fold" and t is not threading.current_thread() for t in threads)
-    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
 
 
 def test_a_fold_that_fails_gives_its_rows_back_to_the_searches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    ann, exact = pair(tmp_path)
+    ann, _ = pair(tmp_path)
     ann.upsert(items(random.Random(14), range(200)))
 
     def failing_build(self, plan):
@@ -333,14 +345,14 @@ def test_a_fold_that_fails_gives_its_rows_back_to_the_searches(tmp_path: Path, m
         ann.catch_up()
     ann.delete(["e1", "e2"])
     asked = queries(random.Random(15))
-    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]
+    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
     assert ann._index.pending is None and not ann._index.segments and len(ann._index.added) == 198
 
 
 def test_closing_a_store_stops_a_fold_a_search_started_and_writes_nothing_after(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ann, exact = pair(tmp_path)
+    ann, _ = pair(tmp_path)
     ann.upsert(items(random.Random(16), range(200)))
     release, building = threading.Event(), threading.Event()
     real = ann_module.SpaceIndex._build
@@ -362,5 +374,5 @@ def test_closing_a_store_stops_a_fold_a_search_started_and_writes_nothing_after(
     assert not closing.is_alive() and saved_indexes(tmp_path, "entities") == []
     asked = queries(random.Random(17))
     monkeypatch.setattr(ann_module.SpaceIndex, "fold_soon", lambda self: None)
-    assert [hits(ann, q) for q in asked] == [hits(exact, q) for q in asked]  # its rows searched again
+    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]  # its rows searched again
     assert ann._index.pending is None and len(ann._index.added) == 200
