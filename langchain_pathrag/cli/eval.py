@@ -212,6 +212,7 @@ def command() -> Command:
             except EvaluationError as exc:
                 raise CliError(str(exc)) from exc
         print_report(report, priced=bool(prices), approximate=approximate_tokens())
+        _refuse_an_empty_run(report, run_dir)
         typer.echo(
             f"Done in {time.perf_counter() - started:.1f} s. Results: {run_dir / 'results.json'}; "
             f"report: {run_dir / 'report.html'}; questions: {run_dir / 'questions.jsonl'}."
@@ -223,6 +224,19 @@ def command() -> Command:
             )
 
     return typer.main.get_command(app)
+
+
+def _refuse_an_empty_run(report: EvalReport, run_dir: Path) -> None:
+    """Fail (exit 1) when no verdict could be given: every question refused, or every answer failed (it exited 0,
+    as if it had compared the configurations)."""
+    if report.judgements or not report.questions:
+        return
+    failed = [a.error for a in report.answers if a.error]
+    first = f" (the first: {failed[0][:200]})" if failed else ""
+    raise CliError(
+        f"nothing was compared: {len(failed)} of {len(report.answers)} answers failed{first}, so no pair of answers "
+        f"could be judged; see {run_dir}"
+    )
 
 
 def _models(offline_model: Any, model: str, judge_model: str | None, *, offline: bool) -> tuple[Any, Any]:

@@ -265,8 +265,9 @@ def _prepare_store(store: Path, embedding_model: str | None) -> bool:
 def _remove_new_store(store: Path, new_dir: bool) -> None:
     """Leave no empty store behind a failed first import (its directory too, when the import made it)."""
     from pathrag.sqlite import LOCK_FILE, STORE_FILE
+    from pathrag.sqlite.lock import FOLD_LOCK_FILE
 
-    for name in (STORE_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", LOCK_FILE):
+    for name in (STORE_FILE, f"{STORE_FILE}-wal", f"{STORE_FILE}-shm", LOCK_FILE, FOLD_LOCK_FILE):
         (store / name).unlink(missing_ok=True)
     if new_dir:
         shutil.rmtree(store, ignore_errors=True)

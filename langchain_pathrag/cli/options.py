@@ -18,6 +18,7 @@ from typing import Any
 
 import typer
 
+from pathrag.params import MAX_HOPS as HOPS_LIMIT
 from pathrag.params import RetrievalParams
 
 from .errors import CliError
@@ -109,7 +110,12 @@ NUM_SEEDS = typer.Option(
     help=f"Seed entities taken from the question's keywords [default: {DEFAULTS.num_seeds}].",
 )
 MAX_HOPS = typer.Option(
-    None, "--max-hops", min=1, show_default=False, help=f"Longest path, in relations [default: {DEFAULTS.max_hops}]."
+    None,
+    "--max-hops",
+    min=1,
+    max=HOPS_LIMIT,
+    show_default=False,
+    help=f"Longest path, in relations, up to {HOPS_LIMIT} [default: {DEFAULTS.max_hops}].",
 )
 THETA = typer.Option(
     None,

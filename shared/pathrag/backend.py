@@ -529,6 +529,8 @@ class SQLiteBackend(IndexBackend):
         if self._folder is not None:
             self._folder.shutdown()
             self._folder = None
+        for index in self._vectors:
+            index.stop_folding()  # one a search started: nothing is written in the directory after close
         self._db.close()
 
 

@@ -84,6 +84,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -104,6 +105,8 @@ from .models import Entity, Relation
 from .names import clean_description, normalize_name, normalize_type, split_keywords
 from .vector_items import aput_vectors, chunk_metadata, entity_vector_item, relation_vector_item
 from .vectors import VectorIndex, VectorItem, checked_vectors
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["ImportSummary", "import_graph_documents", "import_lightrag", "import_openie", "import_property_graph"]
 
@@ -605,7 +608,11 @@ def _lightrag_vectors(root: Path, target: _Target) -> dict[str, dict[str, np.nda
                 f"dimension: reusing vectors needs the embedding model that made them"
             )
         vectors: dict[str, np.ndarray] = {}
+        unusable = 0
         for meta, vector in rows:
+            if not np.isfinite(vector).all():  # NaN or inf: never found if stored; embedded anew instead
+                unusable += 1
+                continue
             if name == "entities":
                 key = normalize_name(str(meta.get("entity_name", "")))
                 item_id = entity_vector_id(key) if key else None
@@ -616,5 +623,7 @@ def _lightrag_vectors(root: Path, target: _Target) -> dict[str, dict[str, np.nda
                 item_id = str(meta.get("__id__", "")) or None
             if item_id is not None:
                 vectors.setdefault(item_id, vector)
+        if unusable:
+            logger.warning("%s: %d vectors hold NaN or infinite numbers; their items are embedded anew", path, unusable)
         found[name] = vectors
     return found

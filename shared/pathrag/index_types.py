@@ -4,7 +4,7 @@ answers (:class:`InsertSummary`, :class:`DeleteSummary`, :class:`ChunkFailure`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +15,23 @@ from .ids import digest
 from .names import replace_surrogates
 from .tokens import TokenCounter
 
-__all__ = ["ChunkFailure", "DeleteSummary", "Document", "IndexConfig", "InsertSummary", "as_documents"]
+__all__ = [
+    "INSERT_BATCH",
+    "ChunkFailure",
+    "DeleteSummary",
+    "Document",
+    "IndexConfig",
+    "InsertSummary",
+    "as_documents",
+    "iter_documents",
+]
+
+INSERT_BATCH = 20_000
+"""The most documents one commit of an insert takes: a bigger insert commits them this many at a time, read
+from its iterable as it goes, so that its memory does not grow with the number of documents (about 8 KB a
+document in flight, measured; 10^6 tiny documents in one commit held 14.6 GB). Each commit is whole, as any
+is: a crash in the middle of a big insert leaves the batches before it in the store, and running the insert
+again skips them at no LLM cost."""
 
 
 class Document(BaseModel):
@@ -120,6 +136,12 @@ class InsertSummary:
         """Prompt and completion tokens together."""
         return self.prompt_tokens + self.completion_tokens
 
+    def add(self, other: InsertSummary) -> None:
+        """Count ``other`` (a later commit of the same insert) in this summary."""
+        for name, value in vars(other).items():
+            mine = getattr(self, name)
+            setattr(self, name, mine + value)  # numbers add up, lists follow each other
+
 
 @dataclass
 class DeleteSummary:
@@ -139,9 +161,13 @@ class DeleteSummary:
 def as_documents(documents: Iterable[Document | str]) -> list[Document]:
     """``documents`` (a document, a text, or several) as :class:`Document` objects, checked; documents with no
     text and no id are dropped (one with an id but no text is kept: inserting it removes it)."""
+    return list(iter_documents(documents))
+
+
+def iter_documents(documents: Iterable[Document | str]) -> Iterator[Document]:
+    """:func:`as_documents`, one at a time as ``documents`` yields them."""
     if isinstance(documents, (str, Document)):
         documents = [documents]
-    out = []
     for doc in documents:
         if isinstance(doc, str):
             doc = Document(text=doc)
@@ -152,5 +178,4 @@ def as_documents(documents: Iterable[Document | str]) -> list[Document]:
         except (TypeError, ValueError) as exc:
             raise ValueError(f"document metadata must be JSON-serialisable: {exc}") from exc
         if doc.chunk_texts() or doc.id is not None:  # an emptied document with an id removes it
-            out.append(doc)
-    return out
+            yield doc

@@ -49,11 +49,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import json
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -68,7 +69,15 @@ from .errors import MissingEmbedderError, StoreDamaged, StoreError
 from .extraction import extract_records
 from .graph import GraphStore, NetworkXGraphStore
 from .ids import chunk_id, digest, entity_vector_id, record_chunk_id, relation_vector_id
-from .index_types import ChunkFailure, DeleteSummary, Document, IndexConfig, InsertSummary, as_documents
+from .index_types import (
+    INSERT_BATCH,
+    ChunkFailure,
+    DeleteSummary,
+    Document,
+    IndexConfig,
+    InsertSummary,
+    iter_documents,
+)
 from .legacy import legacy_files
 from .llm import LanguageModel, RememberingLanguageModel, as_language_model
 from .llm_calls import LLMCaller, OperationCalls
@@ -345,9 +354,15 @@ class PathRAGIndex:
         return self.vector_indexes["chunks"]
 
     async def ainsert(self, documents: Iterable[Document | str]) -> InsertSummary:
-        """Index new or changed documents; unchanged ones cost nothing. See the module docstring."""
+        """Index new or changed documents; unchanged ones cost nothing. See the module docstring.
+
+        ``documents`` is read as it goes, :data:`~pathrag.index_types.INSERT_BATCH` documents at a time, each
+        batch one commit: an insert of any number of documents takes bounded memory."""
         async with self._writing():
-            return await self._insert(as_documents(documents))
+            summary, seen = InsertSummary(), dict[str, str]()
+            for batch in _batches(iter_documents(documents), INSERT_BATCH):
+                summary.add(await self._insert(batch, seen))
+            return summary
 
     def insert(self, documents: Iterable[Document | str]) -> InsertSummary:
         """Sync twin of :meth:`ainsert` (safe to call from inside a running event loop)."""
@@ -586,6 +601,8 @@ class PathRAGIndex:
                 want = wanted[name] | (held & passages if name == "chunks" else set())
                 if held != want:
                     problems.append(f"{name} vectors: {len(want - held)} missing, {len(held - want)} without an owner")
+            if isinstance(index, SQLiteVectorIndex):
+                problems += index.check_files()  # the saved search files, every byte
         return problems
 
     def _check_graph(self, names: set[str], keys: set[tuple[str, str]]) -> list[str]:
@@ -625,7 +642,8 @@ class PathRAGIndex:
 
     # -- insert ------------------------------------------------------------------------------------
 
-    async def _insert(self, documents: list[Document]) -> InsertSummary:
+    async def _insert(self, documents: list[Document], seen: dict[str, str]) -> InsertSummary:
+        """One commit of an insert; ``seen``: the content hash of every document id of the insert so far."""
         summary = InsertSummary()
         run = OperationCalls(self.config.max_concurrency)
         failed: set[str] = set()
@@ -634,7 +652,7 @@ class PathRAGIndex:
             # Extraction first, with no lock but this index's own: each chunk's records are saved as they
             # arrive (by content: another process may save the same chunk, the first one is kept).
             self._backend.refresh()
-            todo, _, planned, missing = self._plan_insert(documents, failed)
+            todo, _, planned, missing = self._plan_insert(documents, failed, seen)
             if todo and not shown:
                 shown = True
                 self._check_writable()  # before paying for any LLM call
@@ -645,7 +663,8 @@ class PathRAGIndex:
                     + (f", {saved:,} saved already" if saved else "")
                 )
             failed |= await self._extract_all({cid: planned[cid] for cid in missing}, run, summary)
-            done = await self._commit(functools.partial(self._insert_change, documents, set(failed), run))
+            del todo, planned, missing  # planned again under the lock: not held twice
+            done = await self._commit(functools.partial(self._insert_change, documents, set(failed), run, seen))
             if done is not None:
                 break
             # else another writer dropped chunks this insert needs since they were extracted: again
@@ -656,14 +675,14 @@ class PathRAGIndex:
         return summary
 
     def _plan_insert(
-        self, documents: list[Document], failed: set[str]
+        self, documents: list[Document], failed: set[str], given: dict[str, str]
     ) -> tuple[dict[str, tuple[Document, str, dict[str, str]]], int, dict[str, tuple[str, list[str]]], list[str]]:
         """What an insert changes, read from the committed state: the new or changed documents (id -> doc,
         content hash, chunk id -> text), how many are unchanged, their chunks (id -> text, document ids) in
-        document order, and those to extract (not saved before, now or before a crash, and not failed)."""
+        document order, and those to extract (not saved before, now or before a crash, and not failed).
+        ``given``: the content hash of each document id met so far in this insert (one version per id)."""
         todo: dict[str, tuple[Document, str, dict[str, str]]] = {}
         unchanged = 0
-        given: dict[str, str] = {}
         self.documents.prefetch(d.id or f"doc-{d.content_hash()}" for d in documents)  # type: ignore[attr-defined]
         for doc in documents:
             content = doc.content_hash()
@@ -688,11 +707,11 @@ class PathRAGIndex:
         return todo, unchanged, planned, missing
 
     async def _insert_change(
-        self, documents: list[Document], failed: set[str], run: OperationCalls
+        self, documents: list[Document], failed: set[str], run: OperationCalls, seen: dict[str, str]
     ) -> InsertSummary | None:
         """Plan an insert against the committed state: claim the extracted chunks for the new and changed
         documents and rebuild what they touch. ``None`` (nothing planned): a chunk to claim is missing."""
-        todo, unchanged, _, missing = self._plan_insert(documents, failed)
+        todo, unchanged, _, missing = self._plan_insert(documents, failed, seen)
         if missing:
             return None
         summary = InsertSummary(unchanged=unchanged)
@@ -772,7 +791,17 @@ class PathRAGIndex:
                 refresh=False,
             )
 
-        tasks = [asyncio.ensure_future(one(cid, text, doc_ids)) for cid, (text, doc_ids) in planned.items()]
+        # A few workers take the chunks in turn from one queue, instead of a task per chunk from the start: the
+        # tasks of 10^6 tiny documents held 10 GB before the first answer. Twice the model's concurrency keeps
+        # it busy while some wait to retry.
+        queue = iter(list(planned.items()))
+
+        async def worker() -> None:
+            for cid, (text, doc_ids) in queue:
+                await one(cid, text, doc_ids)
+
+        workers = min(len(planned), 2 * self.config.max_concurrency)
+        tasks = [asyncio.ensure_future(worker()) for _ in range(workers)]
         try:
             await asyncio.gather(*tasks)
         except BaseException:
@@ -889,6 +918,12 @@ RECORDS_PER_PIECE = 1000
 """Records kept together under one record chunk by :meth:`PathRAGIndex.aadd_records` (up to this many
 entities and this many relations): a later write that touches a few names decodes only the pieces that
 mention them (about 5 ms each), not every record of a bulk import (about 1.5 s per 10⁵ entities)."""
+
+
+def _batches(items: Iterator[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last one shorter), read as they are needed; none for no items."""
+    while batch := list(itertools.islice(items, size)):
+        yield batch
 
 
 def _record_pieces(content: str, entities: int, relations: int) -> list[tuple[str, slice]]:

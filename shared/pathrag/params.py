@@ -26,7 +26,9 @@ from typing import Any, Literal, TypeVar
 __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
     "DEFAULT_KEY_PATHS",
+    "MAX_HOPS",
     "MAX_TOKENS_LIMIT",
+    "PATH_STEPS",
     "PathParams",
     "RetrievalParams",
     "check_max_tokens",
@@ -44,6 +46,19 @@ DEFAULT_KEY_PATHS = 15
 #: a mistake (a byte count, a missing unit), not a budget.
 MAX_TOKENS_LIMIT = 10_000_000
 
+#: The longest path a search follows, in relations: the largest ``max_hops`` accepted, and the bound of
+#: ``max_hops=None`` (which θ bounds too: at the paper's α and θ no node beyond 13 hops can be expanded).
+#: A path of more relations says nothing a prompt can use, and the walk is recursive.
+MAX_HOPS = 32
+
+#: The most steps (a step: one neighbour looked at) the path search's walk takes in one query, shared
+#: evenly among the seeds, each taking its share of what the seeds before it left. Paths are counted, not
+#: timed: the walk enumerates simple paths, whose number grows exponentially with ``max_hops`` at a small
+#: θ (on the demo store, θ=0.001 and 12 hops ran 100 s into 5.3 GB). The paper's settings take far fewer
+#: (on the demo store's questions at most N steps, see docs/reliability.md), so they find every path;
+#: a search that would take more keeps the best paths of those it found, in about a second at most.
+PATH_STEPS = 200_000
+
 P = TypeVar("P", bound="PathParams")
 
 
@@ -58,7 +73,8 @@ class PathParams:
     Attributes:
         alpha: share of a node's resource passed on to its neighbours, in (0, 1].
         theta: a node whose resource per neighbour is below it is not expanded (>= 0).
-        max_hops: longest path, in relations (``None``: only ``theta`` bounds the search, so it must be > 0).
+        max_hops: longest path, in relations, up to :data:`MAX_HOPS` (``None``: ``theta`` bounds the search,
+            so it must be > 0, and :data:`MAX_HOPS` does). The walk takes at most :data:`PATH_STEPS` steps.
         top_k: paths kept over all seed pairs (>= 0).
         paths_per_pair: at most this many paths per pair of seeds before pooling (``None``: all).
         directed: follow relations only from source to target.
@@ -81,8 +97,8 @@ class PathParams:
             isinstance(self.theta, (int, float)) and not isinstance(self.theta, bool) and 0 <= self.theta < math.inf
         ):
             raise ValueError(f"theta must be a finite number >= 0, got {self.theta!r}")
-        if self.max_hops is not None and not (_is_int(self.max_hops) and self.max_hops >= 1):
-            raise ValueError(f"max_hops must be a positive int or None, got {self.max_hops!r}")
+        if self.max_hops is not None and not (_is_int(self.max_hops) and 1 <= self.max_hops <= MAX_HOPS):
+            raise ValueError(f"max_hops must be an int from 1 to {MAX_HOPS} or None, got {self.max_hops!r}")
         if self.max_hops is None and self.theta == 0:
             raise ValueError("max_hops=None needs theta > 0, or the search is unbounded")
         if not (_is_int(self.top_k) and self.top_k >= 0):

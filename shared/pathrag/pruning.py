@@ -33,7 +33,7 @@ import networkx as nx
 
 from .graph import GraphStore, Neighborhood, as_graph_store
 from .models import ScoredPath
-from .params import PathParams
+from .params import MAX_HOPS, PATH_STEPS, PathParams
 
 __all__ = [
     "afind_key_paths",
@@ -71,8 +71,8 @@ def start_degree_limit(params: PathParams) -> int | None:
     >>> start_degree_limit(PathParams(alpha=0.8, theta=0.05))
     16
     """
-    if params.theta == 0:
-        return None
+    if params.theta == 0 or params.alpha / params.theta >= 2**53:
+        return None  # beyond any degree (and stepping to it one by one, as below, would never end)
     limit = int(params.alpha / params.theta)
     while limit >= 1 and not params.alpha / limit >= params.theta:
         limit -= 1
@@ -93,6 +93,7 @@ class _Propagation:
     expandable: set[str] = field(default_factory=set)
     frontier: list[str] = field(default_factory=list)
     layer: int = 0
+    walked: int = 0  # steps the last paths_to took
 
     def __post_init__(self) -> None:
         self.resource[self.start] = 1.0
@@ -105,7 +106,7 @@ class _Propagation:
         p = self.params
         if complete:
             return {u: None for u in self.frontier}
-        if p.max_hops is not None and self.layer == p.max_hops - 1:
+        if self.layer == (MAX_HOPS if p.max_hops is None else p.max_hops) - 1:
             return {u: 0 for u in self.frontier}  # the last layer only matters where it hits a seed
         if self.layer == 0:
             return {self.start: start_degree_limit(p)}
@@ -135,7 +136,7 @@ class _Propagation:
                     incoming[v] = incoming.get(v, 0.0) + share
         self.resource.update(incoming)
         self.layer += 1
-        if p.max_hops is not None and self.layer >= p.max_hops:
+        if self.layer >= (MAX_HOPS if p.max_hops is None else p.max_hops):
             self.frontier = []
             return
         self.frontier = sorted(
@@ -143,11 +144,12 @@ class _Propagation:
         )
         self.expandable.update(self.frontier)
 
-    def paths_to(self, targets: Collection[str]) -> Iterable[tuple[tuple[str, ...], float]]:
-        """Every candidate path from the start to a reached target, with its reliability."""
-        max_hops = self.params.max_hops
-        limit = len(self.expandable) + 1 if max_hops is None else max_hops
+    def paths_to(self, targets: Collection[str], steps: int) -> Iterable[tuple[tuple[str, ...], float]]:
+        """Every candidate path from the start to a reached target, with its reliability, found within
+        ``steps`` steps of the walk (a step: one neighbour looked at); :attr:`walked` counts them."""
+        limit = min(len(self.expandable) + 1, MAX_HOPS) if self.params.max_hops is None else self.params.max_hops
         reached_targets = {t for t in targets if t in self.resource and t != self.start}
+        self.walked = 0
         if not reached_targets:
             return
         path = [self.start]
@@ -155,11 +157,15 @@ class _Propagation:
 
         def walk(u: str) -> Iterable[tuple[tuple[str, ...], float]]:
             for v in self.adjacency.get(u, ()):
+                self.walked += 1
+                if self.walked > steps:
+                    return
                 if v in on_path or v not in self.resource:
                     continue
                 path.append(v)
                 if v in reached_targets:
                     nodes = tuple(path)
+                    self.walked += len(nodes)  # what a found path costs: its nodes ranked and kept
                     yield nodes, sum(self.resource[n] for n in nodes) / (len(nodes) - 1)
                 if v in self.expandable and len(path) <= limit:
                     on_path.add(v)
@@ -211,13 +217,16 @@ def _search(
     # distinct keys, so a comparison never reaches the resources or the nodes after the rank.
     Ranked = tuple[tuple[float, int, tuple[tuple[str, str], ...]], tuple[float, ...], tuple[Hashable, ...]]
     best: dict[tuple[tuple[str, str], ...], Ranked] = {}
-    for run in runs:
-        for nodes, score in run.paths_to(unique):
+    left = PATH_STEPS
+    for n, run in enumerate(runs):
+        # each start gets an even share of what the starts before it left (see PATH_STEPS)
+        for nodes, score in run.paths_to(unique, left // (len(runs) - n)):
             keyed = _ordered(nodes)
             key = keyed if params.directed else min(keyed, keyed[::-1])
             rank = (-score, len(nodes), keyed)
             if key not in best or rank < best[key][0]:
-                best[key] = (rank, tuple(run.resource[n] for n in nodes), nodes)
+                best[key] = (rank, tuple(run.resource[node] for node in nodes), nodes)
+        left -= run.walked
 
     by_pair: dict[tuple[tuple[str, str], ...], list[Ranked]] = {}
     for ranked in best.values():

@@ -68,6 +68,18 @@ def checked_vectors(embedder: Any, vectors: Any, count: int) -> Sequence[Sequenc
     )
 
 
+def check_finite(items: Sequence[Any], matrix: np.ndarray) -> None:
+    """Refuse vectors holding NaN or an infinity (a row per item, in ``matrix``): stored, they score NaN
+    against every question and their items are never found, while the store looks whole."""
+    bad = ~np.isfinite(matrix).all(axis=1) if matrix.size else np.zeros(0, dtype=bool)
+    if bad.any():
+        first = items[int(np.argmax(bad))]
+        raise ValueError(
+            f"{int(bad.sum())} of {len(items)} vectors hold NaN or infinite numbers (the first for "
+            f"{getattr(first, 'id', first)!r}): nothing was stored; check the embedder or the vectors given"
+        )
+
+
 @dataclass(frozen=True)
 class VectorItem:
     """One text to index, under a stable id, with metadata that search hits carry back."""
@@ -199,6 +211,8 @@ class InMemoryVectorIndex(VectorIndex):
             raise ValueError(
                 f"vectors of different dimensions {sorted(sizes)}: use the embedder the index was built with"
             )
+        if arrays:
+            check_finite(items, np.stack(arrays))
         for item, array in zip(items, arrays, strict=True):
             self._items[item.id] = item
             self._vectors[item.id] = array

@@ -146,7 +146,7 @@ def test_the_command_line_passes_every_setting(
     for bad, message in (
         ("thета=1", "unknown retrieval parameter"),
         ("theta", "NAME=VALUE"),
-        ("max_hops=0", "max_hops must be a positive int"),
+        ("max_hops=0", "max_hops must be an int from 1 to 32 or None"),
     ):
         result = CliRunner().invoke(app, ["paths", "Mara?", "--store", str(tmp_path / "kb"), "--param", bad])
         assert result.exit_code == 2 and message in result.stderr and "Traceback" not in result.output, result.output

@@ -23,7 +23,7 @@ from ..llm import LanguageModel
 from ..tokens import TokenCounter, count_tokens
 from .calls import CallFailed, ModelCalls, collect_calls
 from .configurations import Configuration
-from .questions import Question
+from .questions import Question, brief
 
 __all__ = ["AnswerRecord", "answer"]
 
@@ -77,7 +77,7 @@ async def answer(
         try:
             value = await _context(config, question.text)
         except Exception as exc:  # a broken configuration costs its answers, not the run
-            logger.warning("%s: retrieval failed for %r: %r", config.name, question.text, exc)
+            logger.warning("%s: retrieval failed for %r: %r", config.name, brief(question.text), exc)
             return AnswerRecord(question.id, config.name, "", error=f"retrieval: {type(exc).__name__}: {exc}")
     retrieval_s = time.perf_counter() - started
     if isinstance(value, PathContext):  # the index's own layout: its own instructions, as in pathrag query

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..files import NotARegularFile, check_regular_file
 from ..llm import LanguageModel, as_language_model
+from ..retrieval import MAX_QUERY_CHARS
 from ..storage import Journal
 from ..tokens import TokenCounter, count_tokens
 from .calls import CallFailed, ModelCalls
@@ -112,10 +113,30 @@ def read_questions(path: str | Path) -> list[Question]:
         if json_lines is None:
             json_lines = row is not None
         question = _question_line(line, row, json_lines=json_lines, where=f"{path} line {number}")
+        if len(question.text) > MAX_QUESTION_CHARS:  # every configuration would refuse it (and echo it)
+            raise EvaluationError(
+                f"{path} line {number} holds a question of {len(question.text):,} characters; at most "
+                f"{MAX_QUESTION_CHARS:,} are accepted (one question per line)"
+            )
         found.setdefault(question.id, question)
     if not found:
         raise EvaluationError(f"no questions in {path}")
     return list(found.values())
+
+
+MAX_QUESTION_CHARS = MAX_QUERY_CHARS
+"""The longest question a questions file may hold: the longest query a retrieval accepts."""
+
+
+def brief(text: str, limit: int = 80) -> str:
+    """``text`` as a log line shows it: its start, and its length when it is longer than ``limit``.
+
+    >>> brief("How is Mara connected to the Gull?")
+    'How is Mara connected to the Gull?'
+    >>> brief("x" * 5_000_000, 10)
+    'xxxxxxxxxx… (5,000,000 characters)'
+    """
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"
 
 
 def _json_object(line: str) -> dict[str, Any] | None:

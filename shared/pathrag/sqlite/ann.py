@@ -5,13 +5,21 @@ A small space is searched exactly, from one in-memory matrix (:class:`KeyedMatri
 through HNSW graphs (usearch, int8 components) saved beside the store in segments of at most
 :data:`SEGMENT_LIMIT` vectors, ``pathrag-<space>.<seq>.<n>.usearch``, listed by a manifest
 ``pathrag-<space>.<seq>.usearch.json``, where ``seq`` is the last vector-log entry they reflect. They are
-memory-mapped, so opening a big store loads nothing a query does not touch. The rows changed since (from
-the ``vector_log`` table) are held apart: the added ones in a :class:`KeyedMatrix`, searched exactly, the
-removed ones as keys the segments' hits are filtered by. Once those changes reach :data:`FOLD_LIMIT`, a
-process that may write the directory folds them in: it rewrites only the segments they touch (the last
-one takes the additions until it is full), each written aside and renamed, then the manifest. Saved files
-that are missing, older than the log reaches back, newer than the store, or disagree with it (row count,
-sampled vectors) are rebuilt.
+memory-mapped, so a query touches only the pages it needs. The rows changed since (from the ``vector_log``
+table) are held apart: the added ones in a :class:`KeyedMatrix`, searched exactly, the removed ones as keys
+the segments' hits are filtered by. Once those changes reach :data:`FOLD_LIMIT`, a process that may write
+the directory folds them in: it rewrites only the segments they touch (the last one takes the additions
+until it is full), each written aside and renamed, then the manifest. One process folds at a time (an
+``flock`` on ``pathrag.fold.lock``); it then removes the older files no manifest left lists.
+
+usearch trusts what it maps (8 garbled bytes in a graph's links crash the process), so nothing is mapped
+unchecked: a manifest lists every segment with its size and CRC-32 and carries a CRC-32 of its own; a
+segment is read through once (a few tens of milliseconds for 2^17 vectors once cached) and the very bytes
+checked are mapped; only regular files, never through a link, of the sizes listed (a manifest of at most
+:data:`MANIFEST_BYTES`) are read. Saved files that are missing, damaged, of an earlier version (no
+checksums), of a scale other than the store's rule, listing a segment out of place, older than the log
+reaches back, newer than the store, or disagreeing with it (row count, sampled vectors) are rebuilt from the
+rows (:func:`check_saved` reports them for ``stats --check``).
 
 A process brings its index up to date by reading the log entries after its position (as one row: see
 :meth:`SpaceIndex._log`) and the rows they name; a writer that takes in each of its own commits right after it
@@ -24,14 +32,19 @@ process's index sees exactly its own state (the keys changed since are looked up
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
 import math
+import mmap
 import os
 import re
 import threading
+import weakref
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,8 +53,15 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import StoreError
 from .codec import IN_JSON, dumps
+from .lock import FOLD_LOCK_FILE, open_safely
 from .store import SQLiteStore
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: folds are not kept apart across processes
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "BUILD",
@@ -52,6 +72,7 @@ __all__ = [
     "SEGMENT_LIMIT",
     "KeyedMatrix",
     "SpaceIndex",
+    "check_saved",
     "int8_copies",
     "int8_scale",
     "saved_indexes",
@@ -122,6 +143,13 @@ depend on how the graph was built (tests of the bookkeeping around it set it).""
 _HISTORY = 1 << 16  # the keys changed most recently, for readers on a snapshot older than the index
 _SAMPLE = 8  # vectors of a saved index compared with the store when it is opened
 _REREAD = 4096  # a reader whose snapshot misses more changes than this is searched from its rows
+_CHUNK = 1 << 20  # bytes read at a time to check a saved file
+MANIFEST_BYTES = 1 << 22
+"""The largest manifest read (4 MiB): one lists a segment in under 100 bytes, and a space of 10^9 vectors has
+7,630 of them; anything bigger (a device, a runaway file) is not a manifest."""
+MANIFEST_FORMAT = 2
+"""The manifests this version writes and reads: every segment with its size and CRC-32, and a CRC-32 of the
+manifest itself. Those of earlier versions (no checksums) are rebuilt from the rows once."""
 
 
 class KeyedMatrix:
@@ -189,13 +217,18 @@ class KeyedMatrix:
         size = len(self._row)
         return self._keys[:size], self._matrix[:size]
 
-    def search(self, query: np.ndarray, k: int) -> list[int]:
+    def search(self, query: np.ndarray, k: int, skip: set[int] | None = None) -> list[int]:
         """The keys of the ``k`` best vectors by dot product with ``query``, and of any tied with the
-        ``k``-th (unordered)."""
+        ``k``-th (unordered); none of ``skip``."""
         keys, matrix = self.items()
         if k <= 0 or not len(keys):
             return []
         scores = matrix @ query
+        if skip:
+            out = np.isin(keys, np.fromiter(skip, dtype=np.int64, count=len(skip)))
+            keys, scores = keys[~out], scores[~out]
+            if not len(keys):
+                return []
         k = min(k, len(keys))
         kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
         # every key tied with the k-th best too: the caller breaks ties by id, not by matrix position
@@ -248,34 +281,96 @@ def int8_scale(ndim: int) -> float:
 
 
 class _Segment:
-    """One saved HNSW graph: memory-mapped from ``path``, or ``held`` in memory (written by this process
-    and not yet saved, or taking the next additions)."""
+    """One saved HNSW graph: memory-mapped from ``path`` (of ``size`` bytes and CRC-32 ``crc``, as its
+    manifest lists it), or ``held`` in memory (written by this process and not yet saved, or taking the
+    next additions)."""
 
-    __slots__ = ("held", "index", "path")
+    __slots__ = ("crc", "held", "index", "path", "size")
 
-    def __init__(self, index: Any, path: Path | None, *, held: bool) -> None:
-        self.index, self.path, self.held = index, path, held
+    def __init__(self, index: Any, path: Path | None, *, held: bool, size: int = 0, crc: int = 0) -> None:
+        self.index, self.path, self.held, self.size, self.crc = index, path, held, size, crc
 
     @classmethod
-    def mapped(cls, path: Path) -> _Segment:
-        """The segment saved at ``path``, memory-mapped (usearch must be importable)."""
+    def mapped(cls, path: Path, size: int, crc: int) -> _Segment:
+        """The segment saved at ``path``, memory-mapped once its bytes are checked (usearch must be
+        importable): a regular file, not a link, of ``size`` bytes whose CRC-32 is ``crc``. usearch trusts
+        the graph it maps (8 bytes garbled in its links crash the process), so nothing unchecked is mapped;
+        the bytes checked are those mapped (one descriptor: a file renamed over it meanwhile changes
+        nothing). Raises ``ValueError`` (or ``OSError``) for anything else."""
         usearch = _usearch()
         assert usearch is not None
-        return cls(usearch.Index.restore(str(path), view=True), path, held=False)
+        fd = open_safely(path, os.O_RDONLY)
+        try:
+            found = os.fstat(fd).st_size
+            if found != size:
+                raise ValueError(f"{path.name} holds {found:,} bytes where its manifest says {size:,}")
+            if _crc(fd, size) != crc:
+                raise ValueError(f"{path.name} fails its checksum")
+            mapping = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+        finally:
+            os.close(fd)
+        index = usearch.Index.restore(mapping, view=True)
+        if index is None:
+            raise ValueError(f"{path.name} is not a usearch index")
+        # usearch reads the mapping without holding it: it must live exactly as long as the index
+        index._pathrag_mapping = mapping
+        return cls(index, path, held=False, size=size, crc=crc)
 
-    def writable(self) -> _Segment:
-        """This segment, or an in-memory copy of it when it is memory-mapped (its file may go: another
-        process may fold meanwhile)."""
-        if self.held:
-            return self
+    def copied(self) -> _Segment:
+        """An in-memory copy of this segment to change: searches may be walking this one meanwhile."""
         copy = self.index.copy()
         copy.expansion_add = BUILD["expansion_add"]  # a build setting, not saved in the file
-        return _Segment(copy, self.path, held=True)
+        return _Segment(copy, self.path, held=True, size=self.size, crc=self.crc)
 
     def holding(self, keys: np.ndarray) -> np.ndarray:
         """Those of ``keys`` (uint64) this segment holds."""
         found: np.ndarray = keys[np.asarray(self.index.contains(keys), dtype=bool)]
         return found
+
+
+def _crc(fd: int, size: int) -> int:
+    """The CRC-32 of the first ``size`` bytes of the open file ``fd`` (read a mebibyte at a time: zlib's
+    CRC runs at several GB/s, so a 70 MB segment of 2^17 vectors is checked in about 20 ms once cached)."""
+    crc, done, view = 0, 0, memoryview(bytearray(_CHUNK))
+    with open(fd, "rb", buffering=0, closefd=False) as handle:  # the caller's descriptor, from the start
+        handle.seek(0)
+        while done < size:
+            got = handle.readinto(view[: min(_CHUNK, size - done)])
+            if not got:
+                raise ValueError("the file is shorter than it says")
+            crc = zlib.crc32(view[:got], crc)
+            done += got
+    return crc
+
+
+_ADD_BATCH = 1 << 13  # vectors added to a graph at a time: a fold stops between two batches
+_STOPPING = threading.Event()  # set when the process ends (see _stop_folds)
+_BACKGROUND: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # the folds searches started
+
+
+class _Stopped(Exception):
+    """A fold given up because the process is ending."""
+
+
+@atexit.register
+def _stop_folds() -> None:
+    """At exit, stop the folds searches started (daemon threads) before the interpreter goes: usearch's
+    own threads, ended under it, abort the process ("terminate called without an active exception")."""
+    _STOPPING.set()
+    for thread in list(_BACKGROUND):
+        thread.join(timeout=60)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Fold:
+    """What a fold takes in: the state at log position ``seq`` (``generation``: of which load)."""
+
+    generation: int
+    seq: int
+    segments: list[_Segment]
+    removed: set[int]
+    rows: KeyedMatrix
+    scale: float
 
 
 class SpaceIndex:
@@ -299,9 +394,15 @@ class SpaceIndex:
         self.removed: set[int] = set()  # keys of the segments removed since
         self.history: deque[tuple[int, int]] = deque(maxlen=_HISTORY)  # (seq, key) of recent changes
         self.history_from = -1  # history is complete for every change after this seq
+        self.pending: KeyedMatrix | None = None  # the rows a fold under way takes in (see fold)
+        self.stale: set[int] = set()  # keys changed since that fold began: not searched in ``pending``
         self.lock = threading.Lock()
         self.written: list[tuple[np.ndarray, np.ndarray]] | None = None  # see keep_written
         self._written_lock = threading.Lock()  # not self.lock: a commit must not wait for a fold
+        self._generation = 0  # counts reloads: a fold begun before one is not taken in
+        self._background: threading.Thread | None = None  # a fold a search started (see candidates)
+        self._stop = threading.Event()  # set while stop_folding() stops it
+        self._starting = threading.Lock()  # one fold_soon() at a time starts a thread
 
     # -- keeping in step --------------------------------------------------------------------------
 
@@ -312,9 +413,10 @@ class SpaceIndex:
         floor = int(trimmed[0][0]) if trimmed else 0
         return max(head or 0, floor), floor
 
-    def sync(self, ndim: int, *, fold: bool = True) -> int:
+    def sync(self, ndim: int) -> int:
         """Bring this index up to the caller's snapshot (or leave it ahead); return the snapshot's position.
-        With ``fold``, changes worth it are folded into saved files (see :meth:`fold`)."""
+        Changes worth folding are taken from another process's newer saved files, if there are some (see
+        :meth:`fold` for folding them here)."""
         head, floor = self._head()
         if self.seq < 0 or self.seq < floor or self.added is None or self.added.ndim != ndim:
             self._load(head, floor, ndim)
@@ -324,8 +426,6 @@ class SpaceIndex:
             newest = saved_indexes(self.directory, self.space)
             if newest and max(self.base_seq, self.refused) < newest[0][0] <= head:  # another process folded
                 self._load(head, floor, ndim)
-            elif fold and not self.store.read_only:
-                self._fold()
         return head
 
     def _vectors(self, keys: Sequence[int]) -> tuple[list[int], np.ndarray]:
@@ -381,6 +481,8 @@ class SpaceIndex:
         last = len(keys) - 1 - first  # where each changed key's last change is
         assert self.added is not None
         self.added.remove(changed.tolist())
+        if self.pending is not None:  # a fold is taking in the rows as they were: these are searched anew
+            self.stale.update(changed.tolist())
         if self.segments and len(changed):
             for segment in self.segments:
                 self.removed.update(segment.holding(changed.astype(np.uint64)).tolist())
@@ -413,11 +515,19 @@ class SpaceIndex:
     def _load(self, head: int, floor: int, ndim: int) -> None:
         """Start afresh at ``head``: from the newest saved index the log reaches back to, else from SQLite."""
         self.history, self.history_from = deque(maxlen=_HISTORY), head
-        for seq, path in saved_indexes(self.directory, self.space):
-            if floor <= seq <= head:
-                if self._open_saved(path, seq, head, ndim):
-                    return
-                self.refused = max(self.refused, seq)
+        self.pending, self.stale, self._generation = None, set(), self._generation + 1  # a fold under way is dropped
+        for _ in range(2):  # once more if a fold replaced the files while they were being opened
+            vanished = False
+            for seq, path in saved_indexes(self.directory, self.space):
+                if floor <= seq <= head:
+                    opened = self._open_saved(path, seq, head, ndim)
+                    if opened:
+                        return
+                    vanished |= opened is None
+                    if opened is not None:
+                        self.refused = max(self.refused, seq)
+            if not vanished:
+                break
         self.segments, self.base_seq, self.removed, self.added = [], -1, set(), KeyedMatrix(ndim)
         with self._written_lock:
             kept = bool(self.written)
@@ -440,18 +550,21 @@ class SpaceIndex:
         self.added = KeyedMatrix(self.added.ndim)
         return False
 
-    def _open_saved(self, manifest: Path, seq: int, head: int, ndim: int) -> bool:
-        """Use the segments ``manifest`` lists plus the log after them, if they agree with the store."""
+    def _open_saved(self, manifest: Path, seq: int, head: int, ndim: int) -> bool | None:
+        """Use the segments ``manifest`` lists plus the log after them, if every file passes its checks and
+        they agree with the store; ``None``: a file went meanwhile (a fold replaced them: look again)."""
         usearch = _usearch()
         if usearch is None:
             return False
         try:
-            names, scale = _read_manifest(manifest, _segment_name(self.space))
-            segments = [_Segment.mapped(self.directory / name) for name in names]
-        except Exception as exc:  # a damaged or foreign file: rebuilt from the store
-            logger.warning("%s cannot be read (%s): rebuilding it from the store", manifest, exc)
+            entries, scale = _read_manifest(manifest, self.space, seq, ndim)
+            segments = [_Segment.mapped(self.directory / name, size, crc) for name, size, crc in entries]
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # damaged, foreign or special files: rebuilt from the store
+            logger.warning("%s cannot be used (%s): rebuilding it from the store", manifest, exc)
             return False
-        if not segments or any(s.index is None or s.index.ndim != ndim for s in segments):
+        if any(s.index.ndim != ndim for s in segments):
             return False
         if len({s.index.metric for s in segments}) != 1:  # their distances would not compare
             logger.warning("%s lists segments of several metrics: rebuilding it from the store", manifest)
@@ -490,90 +603,190 @@ class SpaceIndex:
     # -- folding changes into a saved index -------------------------------------------------------
 
     def _worth_folding(self) -> bool:
-        assert self.added is not None
+        if self.added is None or self.pending is not None:  # nothing loaded, or a fold under way
+            return False
         changed = len(self.added) + len(self.removed)
         limit = EXACT_LIMIT if self._exact_limit is None else self._exact_limit
         if self.segments:
             limit = min(limit, FOLD_LIMIT)
         return changed * self.added.ndim >= limit and _usearch() is not None
 
-    def _fold(self) -> None:
-        """Write the segments the changes since touch (removals where they are, additions into the last
-        one until it is full, then into new ones) and a manifest of all of them; search through them."""
+    def fold(self) -> None:
+        """Fold the changes held apart into saved files, if they are worth it and this process may write.
+
+        The graphs are built without holding :attr:`lock`: searches go on meanwhile, the rows being folded
+        searched exactly (``pending``, but for the keys changed since, ``stale``). One process folds a store
+        at a time (:func:`_folding`): while another one does, this one leaves it to it and takes its files
+        once a snapshot reaches them."""
+        if self.store.read_only or _usearch() is None:
+            return
+        with self.lock:
+            if not self._worth_folding():  # most commits: no lock file to take
+                return
+        with _folding(self.directory, self.space) as alone:
+            if not alone:
+                return
+            with self.lock:
+                if not self._worth_folding():
+                    return
+                plan = self._freeze()
+            built = None
+            try:
+                built = self._build(plan)
+            finally:
+                with self.lock:
+                    self._settle(plan, built)
+
+    def _freeze(self) -> _Fold:
+        """Hand the rows held apart to a fold: searched as ``pending`` until it ends, changes going on apart."""
+        assert self.added is not None
+        ndim = self.added.ndim
+        scale = self.scale if self.segments and self.scale is not None else int8_scale(ndim)
+        plan = _Fold(self._generation, self.seq, list(self.segments), set(self.removed), self.added, scale)
+        self.pending, self.stale, self.added = self.added, set(), KeyedMatrix(ndim)
+        return plan
+
+    def _settle(self, plan: _Fold, built: list[_Segment] | None) -> None:
+        """Search through the segments a fold ``built`` (``None``: it failed, the rows are held apart again)."""
+        if plan.generation != self._generation:  # reloaded meanwhile: the fold is not this state's
+            return
+        assert self.pending is not None and self.added is not None
+        if built is None:
+            keys, vectors = self.pending.items()
+            kept = ~np.isin(keys, np.fromiter(self.stale, dtype=np.int64, count=len(self.stale)))
+            self.added.add(keys[kept].tolist(), vectors[kept])
+        else:
+            stale = np.fromiter(self.stale, dtype=np.uint64, count=len(self.stale))
+            self.segments, self.base_seq, self.scale = built, plan.seq, plan.scale
+            self.removed = {int(k) for segment in built for k in segment.holding(stale)} if len(stale) else set()
+        self.pending, self.stale = None, set()
+
+    def _build(self, plan: _Fold) -> list[_Segment]:
+        """The segments of ``plan``: removals taken out where they are, additions put into the last one until
+        it is full, then into new ones; each touched one a copy (searches go on in the ones they replace)."""
         usearch = _usearch()
-        assert usearch is not None and self.added is not None
-        segments = list(self.segments)
+        assert usearch is not None
+        segments, ndim = list(plan.segments), plan.rows.ndim
         touched = {n for n, segment in enumerate(segments) if segment.path is None}  # not saved yet
-        if self.removed:
-            gone = np.fromiter(self.removed, dtype=np.uint64, count=len(self.removed))
+        mine: set[int] = set()  # the segments this fold made (the others are searched meanwhile)
+        if plan.removed:
+            gone = np.fromiter(plan.removed, dtype=np.uint64, count=len(plan.removed))
             for n, segment in enumerate(segments):
                 held = segment.holding(gone)
                 if len(held):
-                    segments[n] = segment.writable()
+                    segments[n] = segment.copied()
                     segments[n].index.remove(held)
                     touched.add(n)
-        keys, vectors = self.added.items()
-        # one metric and one cast per space: distances are compared across segments
-        metric = segments[0].index.metric if segments else METRIC
-        scale = self.scale if segments else int8_scale(self.added.ndim)
+                    mine.add(n)
+        keys, vectors = plan.rows.items()
+        metric = segments[0].index.metric if segments else METRIC  # one metric per space: distances compare
         start = 0
         while start < len(keys):
             if not segments or len(segments[-1].index) >= SEGMENT_LIMIT:
                 # int8 components: a quarter of the memory and 2.4x faster to build than float32, at the
                 # same recall once the candidates are re-scored from the rows (measured on MiniLM vectors)
-                fresh = usearch.Index(ndim=self.added.ndim, metric=metric, dtype="i8", **BUILD)
+                fresh = usearch.Index(ndim=ndim, metric=metric, dtype="i8", **BUILD)
                 segments.append(_Segment(fresh, None, held=True))
-            segments[-1] = last = segments[-1].writable()
-            stop = start + SEGMENT_LIMIT - len(last.index)
-            copies = int8_copies(vectors[start:stop], scale)
+                mine.add(len(segments) - 1)
+            if len(segments) - 1 not in mine:
+                segments[-1] = segments[-1].copied()
+                mine.add(len(segments) - 1)
+            last = segments[-1]
+            stop = min(start + SEGMENT_LIMIT - len(last.index), start + _ADD_BATCH)
+            if _STOPPING.is_set() or self._stop.is_set():
+                raise _Stopped("the process or the store is closing")
+            copies = int8_copies(vectors[start:stop], plan.scale)
             last.index.add(keys[start:stop].astype(np.uint64), copies, threads=os.cpu_count() or 1)
             touched.add(len(segments) - 1)
             start = stop
-        if self._save(segments, touched, scale):
+        if self._save(segments, touched, plan):
             for n, segment in enumerate(segments[:-1]):  # the writer holds only the one taking additions
                 if segment.held and segment.path is not None:
-                    with contextlib.suppress(Exception):  # else it stays in memory
-                        segments[n] = _Segment.mapped(segment.path)
-        self.segments, self.base_seq, self.scale = segments, self.seq, scale
-        self.removed, self.added = set(), KeyedMatrix(self.added.ndim)
+                    try:
+                        segments[n] = _Segment.mapped(segment.path, segment.size, segment.crc)
+                    except Exception as exc:  # gone or changed meanwhile: the copy in memory stays in use
+                        logger.info("%s stays in memory (%s)", segment.path.name, exc)
+        return segments
 
-    def _save(self, segments: list[_Segment], touched: set[int], scale: float | None) -> bool:
-        """Write the ``touched`` segments, then the manifest of all and of their int8 ``scale`` (each aside,
-        then renamed into place), and remove older files; ``False`` if they could not be written (searched
-        from memory meanwhile)."""
-        manifest = _path(self.directory, self.space, self.seq)
+    def _save(self, segments: list[_Segment], touched: set[int], plan: _Fold) -> bool:
+        """Write the ``touched`` segments, then the manifest of all, with their sizes and checksums and
+        their int8 scale (each aside, then renamed into place), and remove older files; ``False`` if they
+        could not be written (searched from memory meanwhile)."""
+        manifest, scale = _path(self.directory, self.space, plan.seq), plan.scale
         try:
             for n in sorted(touched):
                 segments[n].path = None
-                path = self.directory / f"pathrag-{self.space}.{self.seq}.{n}.usearch"
+                path = self.directory / f"pathrag-{self.space}.{plan.seq}.{n}.usearch"
                 _write_aside(path, segments[n].index.save)
+                segments[n].size, segments[n].crc = _file_crc(path)
                 segments[n].path = path
-            listed = [segment.path.name for segment in segments if segment.path is not None]
-            if len(listed) != len(segments):
+            entries = [[s.path.name, s.size, s.crc] for s in segments if s.path is not None]
+            if len(entries) != len(segments) or scale is None:
                 raise OSError("a segment was never saved")
-            # an earlier version's list of names stays one: its graphs hold usearch's own int8 cast
-            content = listed if scale is None else {"scale": scale, "segments": listed}
-            _write_aside(manifest, lambda tmp: tmp.write_text(json.dumps(content)))
-        except (OSError, RuntimeError) as exc:  # a full disk, say
+            _write_aside(manifest, lambda tmp: tmp.write_bytes(_manifest_bytes(scale, entries)))
+        except (OSError, RuntimeError, ValueError) as exc:  # a full disk, say
             logger.warning("cannot save the %s index (%s): it stays in this process's memory", self.space, exc)
             return False
-        kept = {manifest.name, *listed}
+        self._remove_older(manifest, [s.path.name for s in segments if s.path is not None], plan)
+        return True
+
+    def _remove_older(self, manifest: Path, listed: list[str], plan: _Fold) -> None:
+        """Remove the files older than ``manifest`` that no manifest left lists. Under the fold lock no other
+        process writes this space's files; a process that has them open keeps them, and one about to open
+        an older manifest looks again. A manifest newer than this one (another process ahead of this one,
+        or files restored beside an older store) keeps what it lists, and all, if it cannot be read."""
+        kept, unknown = {manifest.name, *listed}, False
+        for seq, path in saved_indexes(self.directory, self.space):
+            if seq > plan.seq:
+                try:
+                    kept.update(name for name, _, _ in _read_manifest(path, self.space, seq, plan.rows.ndim)[0])
+                except Exception:
+                    unknown = True
         for seq, path in _saved_files(self.directory, self.space):
-            if seq < self.seq and path.name not in kept:  # a newer one is another process's fold
+            if seq < plan.seq and path.name not in kept and not (unknown and ".usearch.json" not in path.name):
                 with contextlib.suppress(OSError):
                     path.unlink()
-        return True
 
     def catch_up(self, ndim: int) -> None:
         """Bring this index up to the caller's snapshot now (call :meth:`fold` after the snapshot)."""
         with self.lock:
-            self.sync(ndim, fold=False)
+            self.sync(ndim)
 
-    def fold(self) -> None:
-        """Fold the changes held apart into saved files, if they are worth it and this process may write."""
-        with self.lock:
-            if self.added is not None and self._worth_folding() and not self.store.read_only:
-                self._fold()
+    def fold_soon(self) -> None:
+        """:meth:`fold` in a thread of its own, unless one is under way: what a search does when the changes
+        are worth folding, so that no search waits for a fold (a reader's first query after a commit of
+        10^5 vectors took 16-18 s: it folded them itself). A daemon thread: a process that ends stops it
+        between two batches of additions (:func:`_stop_folds`), and the next fold removes its files."""
+        with self._starting:
+            if self._background is not None and self._background.is_alive():
+                return
+            self._background = threading.Thread(target=self._fold_quietly, name="pathrag-fold", daemon=True)
+            self._background.start()
+            _BACKGROUND.add(self._background)
+
+    def _fold_quietly(self) -> None:
+        try:
+            self.fold()
+        except _Stopped:
+            pass
+        except Exception as exc:  # the changes stay held apart, searched exactly
+            logger.warning("cannot fold the %s index (%s): it stays in this process's memory", self.space, exc)
+
+    def wait_folded(self) -> None:
+        """Return once a fold :meth:`fold_soon` started has ended."""
+        background = self._background
+        if background is not None:
+            background.join()
+
+    def stop_folding(self) -> None:
+        """Stop a fold :meth:`fold_soon` started (between two batches of additions) and wait for it: what
+        closing a store does, so that no file is written in its directory after (the next process to fold
+        removes the stopped fold's files)."""
+        self._stop.set()
+        try:
+            self.wait_folded()
+        finally:
+            self._stop.clear()
 
     # -- searching --------------------------------------------------------------------------------
 
@@ -582,6 +795,8 @@ class SpaceIndex:
         rows held apart, and each segment's as its HNSW search finds them."""
         assert self.added is not None
         found = set(self.added.search(query, k + len(skip))) - skip
+        if self.pending is not None:
+            found.update(self.pending.search(query, k, skip | self.stale))
         if not self.segments:
             return found
         skip = skip | self.removed
@@ -602,6 +817,8 @@ class SpaceIndex:
         them, up to the HNSW search's recall; call inside :meth:`SQLiteStore.snapshot`)."""
         with self.lock:
             snapshot = self.sync(len(query))
+            if self._worth_folding() and not self.store.read_only and _usearch() is not None:
+                self.fold_soon()  # never in this search: it answers from the rows held apart meanwhile
             if snapshot >= self.seq:
                 return list(self._top(query, k, set()))
             changed = {key for seq, key in self.history if seq > snapshot}
@@ -696,23 +913,102 @@ def _path(directory: Path, space: str, seq: int) -> Path:
     return directory / f"pathrag-{space}.{seq}.usearch.json"
 
 
-def _read_manifest(manifest: Path, own: re.Pattern[str]) -> tuple[list[str], float | None]:
-    """The segment files a manifest lists and the scale of their int8 copies (``None``: an earlier version's
-    list of names, whose graphs hold usearch's own cast). It is read, not trusted: only files ``own``
-    matches, and (in a manifest of this version) a positive finite scale."""
-    content: Any = json.loads(manifest.read_text())
-    scale: float | None = None  # an earlier version's list of names
-    if isinstance(content, dict):
-        content, scale = content.get("segments"), content.get("scale")
-        if not (isinstance(scale, float) and math.isfinite(scale) and scale > 0):
-            raise ValueError(f"not an int8 scale: {scale!r}")
-    if not isinstance(content, list) or not all(isinstance(n, str) and own.fullmatch(n) for n in content):
-        raise ValueError("not a list of this space's segment files")
-    return content, scale
+def _manifest_bytes(scale: float, entries: list[list[Any]]) -> bytes:
+    """A manifest: the segments' ``[name, size, crc]``, the int8 scale, and a CRC-32 of those."""
+    body = {"format": MANIFEST_FORMAT, "scale": scale, "segments": entries}
+    return json.dumps({**body, "crc32": zlib.crc32(_canonical(body))}).encode()
 
 
-def _segment_name(space: str) -> re.Pattern[str]:
-    return re.compile(rf"pathrag-{re.escape(space)}\.\d+\.\d+\.usearch")
+def _canonical(body: Any) -> bytes:
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _read_bounded(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file ``path`` (not a link, not a FIFO or device), refused beyond ``limit``."""
+    fd = open_safely(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise ValueError(f"{size:,} bytes, more than a manifest ever holds")
+        data = os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise ValueError("more bytes than a manifest ever holds")
+    return data
+
+
+def _read_manifest(manifest: Path, space: str, seq: int, ndim: int) -> tuple[list[tuple[str, int, int]], float]:
+    """The segment files a manifest (written at log position ``seq``) lists, each with its size and CRC-32,
+    and the scale of their int8 copies. It is read, not trusted: a regular file of sane size, its own
+    checksum right, the scale the store's rule gives ``ndim`` (:func:`int8_scale`), and the segments this
+    space's files named in order (the n-th named ``.n.``, none written after the manifest): a name twice or
+    a name of another space's is refused. ``ValueError`` (or ``OSError``) for anything else."""
+    content: Any = json.loads(_read_bounded(manifest, MANIFEST_BYTES))
+    if not isinstance(content, dict) or "crc32" not in content:
+        raise ValueError("written by an earlier version, without checksums")
+    body = {key: value for key, value in content.items() if key != "crc32"}
+    if set(body) != {"format", "scale", "segments"} or body["format"] != MANIFEST_FORMAT:
+        raise ValueError(f"not a manifest of format {MANIFEST_FORMAT}")
+    if content["crc32"] != zlib.crc32(_canonical(body)):
+        raise ValueError("the manifest fails its checksum")
+    if body["scale"] != int8_scale(ndim):
+        raise ValueError(f"an int8 scale of {body['scale']!r} where the store's rule gives {int8_scale(ndim)!r}")
+    segments = body["segments"]
+    name = re.compile(rf"pathrag-{re.escape(space)}\.(\d+)\.(\d+)\.usearch")
+    entries: list[tuple[str, int, int]] = []
+    for n, entry in enumerate(segments if isinstance(segments, list) else [None]):
+        found = name.fullmatch(entry[0]) if _is_entry(entry) else None
+        if found is None or int(found.group(1)) > seq or int(found.group(2)) != n:
+            raise ValueError(f"segment {n} is not this space's segment {n}: {entry!r}")
+        entries.append((entry[0], entry[1], entry[2]))
+    if not entries:
+        raise ValueError("no segment listed")
+    return entries, body["scale"]
+
+
+def _is_entry(entry: Any) -> bool:
+    """Whether a manifest's ``entry`` is ``[name, size, crc]`` with a positive size and a 32-bit crc."""
+    if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)):
+        return False
+    size, crc = entry[1], entry[2]
+    ints = all(isinstance(v, int) and not isinstance(v, bool) for v in (size, crc))
+    return ints and size > 0 and 0 <= crc < 1 << 32
+
+
+def _file_crc(path: Path) -> tuple[int, int]:
+    """The size and CRC-32 of the regular file ``path``."""
+    fd = open_safely(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        return size, _crc(fd, size)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _folding(directory: Path, space: str) -> Iterator[bool]:
+    """Whether this process may fold ``space`` now: an exclusive ``flock`` on ``pathrag.fold.lock`` for the
+    fold, taken without waiting (``False``: another fold is under way). So one process at a time writes and
+    removes a store's search files, and none removes a file another's manifest still lists."""
+    if fcntl is None:
+        yield True
+        return
+    try:
+        fd = open_safely(directory / FOLD_LOCK_FILE, os.O_RDWR | os.O_CREAT)
+    except (OSError, StoreError) as exc:
+        logger.warning("cannot fold the %s index (%s): it stays in this process's memory", space, exc)
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # drops the flock
 
 
 def _saved_files(directory: Path, space: str) -> list[tuple[int, Path]]:
@@ -731,3 +1027,23 @@ def saved_indexes(directory: Path, space: str) -> list[tuple[int, Path]]:
     each."""
     found = [(seq, path) for seq, path in _saved_files(directory, space) if path.name.endswith(".json")]
     return sorted(found, reverse=True)
+
+
+def check_saved(directory: Path, space: str, ndim: int) -> list[str]:
+    """What is wrong with the saved files of ``space`` in ``directory``: every manifest and every segment
+    it lists, read in full (their checksums, sizes and kinds), one line per manifest that fails. A search
+    never uses such files: it rebuilds them from the rows."""
+    problems = []
+    for seq, manifest in saved_indexes(directory, space):
+        try:
+            entries, _ = _read_manifest(manifest, space, seq, ndim)
+            for name, size, crc in entries:
+                if _usearch() is not None:
+                    _Segment.mapped(directory / name, size, crc)
+                elif _file_crc(directory / name) != (size, crc):
+                    raise ValueError(f"{name} fails its checksum")
+        except Exception as exc:
+            problems.append(
+                f"{manifest.name}: {exc} (the {space} search index is rebuilt from the rows at its next use)"
+            )
+    return problems

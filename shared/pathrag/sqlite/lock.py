@@ -1,13 +1,20 @@
 """The writer lock: one writer per store directory across processes (an advisory ``flock``).
 
 :class:`WriterLock` holds ``pathrag.lock`` while a writer plans and applies a change, and a second
-``flock`` on the directory for the whole write; :func:`writer_active` tells, without taking either, whether
-some process is writing (the WAL check skips a file a live writer may be appending to).
+``flock`` on the directory for the whole write. Readers never take either, nor probe them: a probe is a
+lock for an instant, and a writer that will not wait would be refused during it.
+
+The lock file may sit in a directory other users can write (a store shared by a group): it is opened
+without following a symbolic link (``O_NOFOLLOW``), only as a regular file with no other name (not a hard
+link to someone's file), never truncated (the writer's pid is written over its first bytes), and created
+with the permissions the user's umask allows, as every file of a store is.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import threading
 import time
 from pathlib import Path
@@ -19,28 +26,53 @@ except ImportError:  # pragma: no cover - Windows
 
 from ..errors import StoreError, StoreLocked
 
-__all__ = ["LOCK_FILE", "WriterLock", "writer_active"]
+__all__ = ["FOLD_LOCK_FILE", "LOCK_FILE", "WriterLock", "open_safely"]
 
 LOCK_FILE = "pathrag.lock"
+FOLD_LOCK_FILE = "pathrag.fold.lock"
+"""Held (an exclusive ``flock``) by the one process folding changes into a store's saved search files."""
+
+_PID_WIDTH = 20  # the pid is written padded to this width: it always covers the one before it
+
+# Never through a symbolic link; never blocking on a FIFO someone put in its place (refused once open).
+_SAFE = os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
-def writer_active(directory: Path) -> bool:
-    """Whether a process holds the writer lock or is in a write (a live writer may be appending to the WAL
-    right now: extractions are saved outside the writer lock, see :meth:`WriterLock.abegin`)."""
-    if fcntl is None:
-        return True
-    for path, probe in ((directory / LOCK_FILE, fcntl.LOCK_SH), (directory, fcntl.LOCK_EX)):
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, probe | fcntl.LOCK_NB)
-        except OSError:
-            return True
-        finally:
-            os.close(fd)  # a flock: closing never touches SQLite's own (POSIX) locks on other files
-    return False
+def open_safely(path: Path, flags: int, *, single: bool = False) -> int:
+    """A descriptor of the regular file ``path`` (``flags`` as for :func:`os.open`, files created with
+    the permissions of the user's umask), never through a symbolic link, never of a FIFO, device or
+    folder; with ``single``, never of a file with another name (a hard link). Anything else is a
+    :class:`StoreError` naming the file; a missing file is :class:`FileNotFoundError`."""
+    try:
+        fd = os.open(path, flags | _SAFE, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or (exc.errno == errno.EMLINK and path.is_symlink()):
+            raise StoreError(
+                f"{path} is a symbolic link: a store's files are never opened through one (it could make a "
+                "writer overwrite the file it points to); remove the link"
+            ) from exc
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise StoreError(
+            f"the store {path.parent} cannot be written ({exc.strerror}: {path}): fix its permissions or use "
+            "another directory"
+        ) from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(
+                f"{path} is not a regular file: a store's files are regular files; move it aside, or restore "
+                "the store from a backup"
+            )
+        if single and info.st_nlink != 1:
+            raise StoreError(
+                f"{path} has {info.st_nlink} names (a hard link): a writer writes its pid into it, so it must be "
+                "the store's own file; remove it (a writer makes a new one)"
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 class WriterLock:
@@ -48,7 +80,7 @@ class WriterLock:
 
     The file holds the writer's pid, for the error message. The operating system drops the lock when its
     holder dies, even by ``kill -9``, so a crash never leaves a store locked (the stale pid in the file
-    is just overwritten by the next writer). Readers take no lock. Where ``fcntl`` does not exist
+    is just written over by the next writer). Readers take no lock. Where ``fcntl`` does not exist
     (Windows), there is no cross-process lock: SQLite still serialises the commits themselves.
 
     An index holds the lock only to plan and apply a change; the whole write, extraction included, is
@@ -63,30 +95,35 @@ class WriterLock:
         self._threads = threading.Lock()  # flock is per open file: threads of one process queue here
 
     def _try(self) -> bool:
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise StoreError(
-                f"the store {self.path.parent} cannot be written ({exc.strerror}: {self.path}): "
-                "fix its permissions or use another directory"
-            ) from exc
+        fd = open_safely(self.path, os.O_RDWR | os.O_CREAT, single=True)
         if fcntl is not None:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 os.close(fd)
                 return False
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        try:  # over the first bytes, never truncating: padded, it covers any pid written before
+            os.pwrite(fd, f"{os.getpid():<{_PID_WIDTH}}\n".encode(), 0)
+        except OSError as exc:
+            os.close(fd)
+            raise StoreError(
+                f"cannot write {self.path} ({exc.strerror}): free some space or fix its permissions"
+            ) from exc
         self._fd = fd
         return True
 
     def holder(self) -> str:
         """The pid written in the lock file (the last writer's), or ``"?"`` if it cannot be read."""
         try:
-            return self.path.read_text().strip() or "?"
+            fd = open_safely(self.path, os.O_RDONLY)
+        except (OSError, StoreError):
+            return "?"
+        try:
+            return os.read(fd, 64).decode(errors="replace").split("\n")[0].strip() or "?"
         except OSError:
             return "?"
+        finally:
+            os.close(fd)
 
     def _locked_error(self, timeout: float) -> StoreLocked:
         return StoreLocked(self.path.parent, self.holder(), max(timeout, 0.0))

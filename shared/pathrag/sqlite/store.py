@@ -34,7 +34,7 @@ from typing import Any
 
 from ..errors import StoreDamaged, StoreError, StoreFormatError
 from ..files import file_kind
-from .lock import LOCK_FILE
+from .lock import FOLD_LOCK_FILE, LOCK_FILE
 from .migrations import upgrade
 from .schema import FORMAT, FORMAT_VERSION, SCHEMA, STORE_FILE
 from .wal import check_wal
@@ -510,6 +510,7 @@ class SQLiteStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{STORE_FILE}.tmp")
         tmp.unlink(missing_ok=True)
+        _new_file(tmp)
         dest = sqlite3.connect(tmp)
         try:
             self._r().backup(dest)
@@ -539,7 +540,8 @@ def _refuse_special_files(path: Path) -> None:
     """Refuse a FIFO, socket, device or folder in place of the store file, its WAL, its shared memory or
     the writer's lock file before SQLite (or the WAL check, or the lock) opens it: reading a FIFO blocks
     forever."""
-    for name in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm")), path.with_name(LOCK_FILE)):
+    others = (path.with_name(path.name + s) for s in ("-wal", "-shm"))
+    for name in (path, *others, path.with_name(LOCK_FILE), path.with_name(FOLD_LOCK_FILE)):
         kind = file_kind(name)
         if kind is not None:
             raise StoreError(
@@ -589,6 +591,7 @@ def _create(path: Path, meta: Mapping[str, Any]) -> None:
     tmp = path.with_name(f"{_NEW_PREFIX}{os.getpid()}-{threading.get_ident()}")
     rows = [("format", FORMAT), ("format_version", str(FORMAT_VERSION)), *((k, str(v)) for k, v in meta.items())]
     try:
+        _new_file(tmp)
         conn = sqlite3.connect(tmp, isolation_level=None)
         try:
             conn.execute("PRAGMA page_size = 32768")  # see _connect
@@ -608,6 +611,12 @@ def _create(path: Path, meta: Mapping[str, Any]) -> None:
         for name in (tmp, *(tmp.with_name(tmp.name + s) for s in ("-journal", "-wal", "-shm"))):
             with contextlib.suppress(OSError):
                 name.unlink(missing_ok=True)
+
+
+def _new_file(path: Path) -> None:
+    """Make ``path`` empty with the permissions the user's umask allows (SQLite would make it 0644 whatever
+    the umask, and its ``-wal`` and ``-shm`` files take the store file's: a group could never share it)."""
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
 
 
 def _remove_stale_creations(directory: Path) -> None:

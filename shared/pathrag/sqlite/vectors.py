@@ -11,8 +11,8 @@ import numpy as np
 from typing_extensions import override
 
 from ..errors import StoreError
-from ..vectors import Embedder, VectorHit, VectorIndex, VectorItem, checked_vectors
-from .ann import SpaceIndex, saved_indexes, trim_key
+from ..vectors import Embedder, VectorHit, VectorIndex, VectorItem, check_finite, checked_vectors
+from .ann import SpaceIndex, check_saved, saved_indexes, trim_key
 from .codec import IN_JSON, dumps
 from .schema import READ_TEXT, VECTOR_COLUMNS, WRITE_VECTORS, WRITE_VECTORS_V1
 from .store import SQLiteStore
@@ -107,6 +107,7 @@ class SQLiteVectorIndex(VectorIndex):
         with self.store.transaction():
             self.store.check_dimension(len(vectors[0]), found)  # refuses several dimensions
             assert units is not None
+            check_finite(items, units)
             handing = self._index.written is not None  # see keep_written
             before = self.store.wread("SELECT COALESCE(MAX(seq), 0) FROM vector_log")[0][0] if handing else 0
             self.store.insert_rows(
@@ -221,7 +222,19 @@ class SQLiteVectorIndex(VectorIndex):
             if dimension is None:
                 return
             self._index.catch_up(dimension)
+        self._index.wait_folded()  # one a search started: then what it left
         self._index.fold()
+
+    def check_files(self) -> list[str]:
+        """What is wrong with this space's saved search files (every byte of them is read): one line per
+        damaged manifest, with what happens to it (see :func:`~pathrag.sqlite.ann.check_saved`)."""
+        dimension = self._dimension()
+        return [] if dimension is None else check_saved(self.store.directory, self.space, dimension)
+
+    def stop_folding(self) -> None:
+        """Stop a fold a search started in the background, and wait for it (see
+        :meth:`~pathrag.sqlite.ann.SpaceIndex.stop_folding`); :meth:`catch_up` folds to the end instead."""
+        self._index.stop_folding()
 
     def _search(self, vector: Sequence[float], k: int) -> list[VectorHit]:
         query = _units([vector])[0]

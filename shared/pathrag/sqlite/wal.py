@@ -2,11 +2,17 @@
 
 SQLite ignores a WAL file whose header is damaged, and every frame from the first one whose checksum is wrong
 on, without a word: the commits in them would vanish. :func:`check_wal` reads the header (magic, version,
-checksum, page size) and then every frame's checksum chain before a store is opened, unless a writer is
-active (see :func:`~pathrag.sqlite.lock.writer_active`). A frame that fails its checksum is damage, and not
-the torn end of a killed writer's last transaction, when a committed transaction follows it, or when the
-store's ``-shm`` file (SQLite's index of the WAL, valid and of the same WAL) counts more committed frames
-than the chain holds (a WAL cut short, or its last commit damaged).
+checksum, page size) and then every frame's checksum chain before a store is opened. A frame that fails its
+checksum is damage, and not the torn end of a killed writer's last transaction, when a committed transaction
+follows it, or when the store's ``-shm`` file (SQLite's index of the WAL, valid and of the same WAL) counts
+more committed frames than the chain holds (a WAL cut short, or its last commit damaged).
+
+A writer may commit while the check reads, and its half-read frames or a ``-shm`` count read after the
+chain then look like damage. So damage is reported only when the files did not change during the check
+(every commit grows the WAL or rewrites its header, and moves the ``-shm`` count): a store being written
+is never called damaged, and the check takes no lock, so it never holds up a writer either. A process
+checks again only the frames after the last commit it found whole (the frames up to a commit never change
+until the WAL starts over, with new salts), and not at all a WAL unchanged since it found it whole.
 
 The checksum (sqlite.org/fileformat.html#wal_file_format) runs over pairs of 32-bit words, each pair
 ``s0 += x0 + s1; s1 += x1 + s0``: a linear map of ``(s0, s1)``, so a frame's run is computed at once with
@@ -19,13 +25,13 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 
 from ..errors import StoreError
-from .lock import writer_active
 
 __all__ = ["check_wal"]
 
@@ -70,14 +76,23 @@ def _is_commit(frame: bytes, header: bytes) -> bool:
     return frame[8:16] == header[16:24] and frame[4:8] != b"\0\0\0\0"
 
 
-def _chain(handle: BinaryIO, count: int, page_size: int, header: bytes) -> tuple[int, int]:
-    """How many frames SQLite keeps (the checksum chain and salts hold), and the commits among the frames
-    after the first bad one (only frames of this WAL: with its salts). Reads ``_BATCH`` frames at a time."""
+Verified = tuple[int, tuple[int, int]]
+"""A prefix of a WAL checked whole: its frames up to a commit, and the checksum after the last of them."""
+
+
+def _chain(
+    handle: BinaryIO, count: int, page_size: int, header: bytes, start: Verified | None = None
+) -> tuple[int, int, Verified]:
+    """How many frames SQLite keeps (the checksum chain and salts hold), the commits among the frames
+    after the first bad one (only frames of this WAL: with its salts), and the prefix up to the last commit
+    of the frames kept. Reads ``_BATCH`` frames at a time, from the end of ``start`` (checked before)."""
     big = int.from_bytes(header[:4], "big") & 1 == 1
-    s = (int.from_bytes(header[24:28], "big"), int.from_bytes(header[28:32], "big"))
     size = 24 + page_size
     m = [int(v) for v in _powers((8 + page_size) // 8)[4]]
-    for first in range(0, count, _BATCH):
+    kept: Verified = start or (0, (int.from_bytes(header[24:28], "big"), int.from_bytes(header[28:32], "big")))
+    s = kept[1]
+    handle.seek(32 + kept[0] * size)
+    for first in range(kept[0], count, _BATCH):
         rows = min(_BATCH, count - first)
         block = np.frombuffer(handle.read(rows * size), np.uint8).reshape(rows, size)
         words = np.concatenate([block[:, :8], block[:, 24:]], axis=1).view(">u4" if big else "<u4")
@@ -86,13 +101,21 @@ def _chain(handle: BinaryIO, count: int, page_size: int, header: bytes) -> tuple
             frame = block[i, :24].tobytes()
             stored = (int.from_bytes(frame[16:20], "big"), int.from_bytes(frame[20:24], "big"))
             if frame[8:16] != header[16:24] or frame[:4] == b"\0\0\0\0" or s != stored:
-                bad = first + i
-                later = sum(_is_commit(block[k, :24].tobytes(), header) for k in range(i + 1, rows))
-                for k in range(first + rows, count):
-                    handle.seek(32 + k * size)
-                    later += _is_commit(handle.read(24), header)
-                return bad, later
-    return count, 0
+                return first + i, _commits_after(handle, block, i, first, count, size, header), kept
+            if frame[4:8] != b"\0\0\0\0":  # a commit: the frames up to here never change in this WAL
+                kept = (first + i + 1, s)
+    return count, 0, kept
+
+
+def _commits_after(
+    handle: BinaryIO, block: np.ndarray, i: int, first: int, count: int, size: int, header: bytes
+) -> int:
+    """The commit frames of this WAL after frame ``first + i`` (the rest of ``block``, then the file)."""
+    later = sum(_is_commit(block[k, :24].tobytes(), header) for k in range(i + 1, len(block)))
+    for k in range(first + len(block), count):
+        handle.seek(32 + k * size)
+        later += _is_commit(handle.read(24), header)
+    return later
 
 
 def _shm_frames(shm: Path, header: bytes) -> int | None:
@@ -115,6 +138,11 @@ def _shm_frames(shm: Path, header: bytes) -> int | None:
     if (s0, s1) != (int.from_bytes(data[40:44], order), int.from_bytes(data[44:48], order)):
         return None
     return int.from_bytes(data[16:20], order)
+
+
+_WHOLE: dict[Path, tuple[object, ...]] = {}  # the state each WAL was last found whole in, in this process
+_PREFIXES: dict[Path, tuple[tuple[int, bytes], Verified]] = {}  # per WAL (inode, header): its prefix checked
+_WHOLE_LOCK = threading.Lock()
 
 
 def _header_damage(header: bytes, size: int) -> str | None:
@@ -155,7 +183,13 @@ def _wal_damage(wal: Path) -> str | None:
                 return reason
             page_size = int.from_bytes(header[8:12], "big")
             count = (size - 32) // (24 + page_size)
-            good, later = _chain(handle, count, page_size, header)
+            identity = (os.fstat(handle.fileno()).st_ino, header)
+            with _WHOLE_LOCK:
+                known = _PREFIXES.get(wal)
+            start = known[1] if known is not None and known[0] == identity and known[1][0] <= count else None
+            good, later, prefix = _chain(handle, count, page_size, header, start)
+            with _WHOLE_LOCK:
+                _PREFIXES[wal] = (identity, prefix)
     except OSError:
         return None
     if later:
@@ -172,16 +206,50 @@ def _wal_damage(wal: Path) -> str | None:
     return None
 
 
+_TRIES = 3  # checks of a WAL that changed under them before it is left to SQLite (writers are at work)
+
+
+def _state(wal: Path) -> tuple[object, ...] | None:
+    """What any commit or checkpoint changes: the WAL's identity, size, time and header, and the ``-shm``
+    file's header (its count of committed frames, its change counter). ``None``: no WAL."""
+    shm = wal.with_name(wal.name[: -len("-wal")] + "-shm")
+    try:
+        info = os.stat(wal)
+        with wal.open("rb") as handle:
+            header = handle.read(32)
+    except OSError:
+        return None
+    try:
+        with shm.open("rb") as handle:
+            index = handle.read(136)
+    except OSError:
+        index = b""
+    return info.st_ino, info.st_size, info.st_mtime_ns, header, index
+
+
 def check_wal(path: Path) -> None:
     """Refuse to open ``path`` when its ``-wal`` file is damaged, instead of letting SQLite drop the
-    commits it holds. Skipped while a writer holds the lock."""
+    commits it holds: only when the damage is seen on files no commit changed during the check (a store
+    being written is read as its writers leave it, by SQLite)."""
     wal = path.with_name(path.name + "-wal")
-    if not path.exists() or not wal.exists() or writer_active(path.parent):
+    if not path.exists():
         return
-    reason = _wal_damage(wal)
-    if reason is not None and _wal_damage(wal) is not None:  # read twice: not a reader's checkpoint racing us
-        raise StoreError(
-            f"{wal} is damaged ({reason}): SQLite would drop the commits it holds without a word; "
-            f"restore the store directory from a backup, or move {wal.name} aside to open the store "
-            "as of its last checkpoint (the commits in it are then lost)"
-        )
+    for _ in range(_TRIES):
+        before = _state(wal)
+        if before is None:
+            return
+        with _WHOLE_LOCK:
+            if _WHOLE.get(wal) == before:  # checked whole as it is now (a command opens a store twice)
+                return
+        reason = _wal_damage(wal)
+        if reason is None:
+            if _state(wal) == before:
+                with _WHOLE_LOCK:
+                    _WHOLE[wal] = before
+            return
+        if _state(wal) == before:
+            raise StoreError(
+                f"{wal} is damaged ({reason}): SQLite would drop the commits it holds without a word; "
+                f"restore the store directory from a backup, or move {wal.name} aside to open the store "
+                "as of its last checkpoint (the commits in it are then lost)"
+            )
