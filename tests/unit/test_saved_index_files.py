@@ -42,6 +42,21 @@ def from_rows(index: SQLiteVectorIndex, query: str, k: int = 8) -> list[tuple[st
     return [(item, round(-score, 5)) for score, item in scored[:k]]
 
 
+def agrees_with_exact_search(ann: SQLiteVectorIndex, asked: list[str]) -> None:
+    """Every hit carries its item's true score (no garbled vector, no edited scale answers), and the hits
+    hold at least 95 % of exact search's top 8 over all queries: a walk of a sound graph may miss a near
+    neighbour now and then (the graphs are built by several threads), a damaged file answers wrongly far
+    more often than that."""
+    found = total = 0
+    for query in asked:
+        exact = dict(from_rows(ann, query, k=10**6))
+        got, best = hits(ann, query), from_rows(ann, query)
+        assert all(exact.get(item) == score for item, score in got), (query, got)
+        found += len({item for item, _ in got} & {item for item, _ in best})
+        total += len(best)
+    assert found >= 0.95 * total, (found, total)
+
+
 def saved_store(directory: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, list[Path]]:
     """A space of 200 vectors saved in segments of 60, 60, 60 and 20 (graphs walked, not compared one by
     one): its manifest and segment files."""
@@ -67,7 +82,7 @@ def rewrite(manifest: Path, change) -> None:
 def answers_as_exact_search_and_rebuilds(directory: Path) -> None:
     ann, _ = pair(directory)
     asked = queries(random.Random(7))
-    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
+    agrees_with_exact_search(ann, asked)
     assert ann._index.refused >= 0  # the saved files were refused, and the space searched from its rows
     ann.store.close()
 
@@ -239,7 +254,7 @@ def test_a_fold_that_cannot_map_back_a_file_it_wrote_keeps_its_copy_and_every_se
     assert ann._index.segments[0].held and ann._index.segments[0].index is not None
     asked = queries(random.Random(9))
     for _ in range(3):
-        assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
+        agrees_with_exact_search(ann, asked)
 
 
 def test_a_process_never_folds_while_another_one_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -252,7 +267,7 @@ def test_a_process_never_folds_while_another_one_does(tmp_path: Path, monkeypatc
         ann.upsert(items(random.Random(10), range(200)))
         ann.catch_up()
         asked = queries(random.Random(11))
-        assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]  # from the rows meanwhile
+        agrees_with_exact_search(ann, asked)  # from the rows meanwhile
         assert saved_indexes(tmp_path, "entities") == [] and not ann._index.segments
     finally:
         os.close(other)
@@ -271,7 +286,7 @@ def test_a_fold_never_removes_a_file_a_newer_manifest_lists(tmp_path: Path, monk
     ann.catch_up()
     assert all(p.exists() for p in segments) and newer.exists()
     asked = queries(random.Random(12))
-    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
+    agrees_with_exact_search(ann, asked)
 
 
 def test_opening_the_saved_files_reads_each_once_more_and_maps_them(tmp_path: Path, monkeypatch) -> None:
@@ -317,20 +332,20 @@ def test_a_search_never_folds_itself_and_answers_from_the_rows_while_a_fold_runs
 
     monkeypatch.setattr(ann_module.SpaceIndex, "_build", held_build)
     asked = queries(rng)
-    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]  # the first search: from the rows
+    agrees_with_exact_search(ann, asked)  # the first search: from the rows
     assert building.wait(60) and threads[0] is not threading.current_thread()
     ann.delete([f"e{i}" for i in range(0, 200, 4)])  # rows the fold is taking in
     ann.upsert(items(rng, range(1, 200, 4), " changed"))
     ann.upsert(items(rng, range(200, 230)))
-    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
+    agrees_with_exact_search(ann, asked)
     assert ann._index.pending is not None and ann._index.stale  # the fold is still under way
     release.set()
     ann._index.wait_folded()
     assert ann._index.pending is None and len(ann._index.segments) == 4
-    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
+    agrees_with_exact_search(ann, asked)
     ann._index.wait_folded()  # the changes made during the first fold, folded by the next search
     assert all(t.name == "pathrag-fold" and t is not threading.current_thread() for t in threads)
-    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
+    agrees_with_exact_search(ann, asked)
 
 
 def test_a_fold_that_fails_gives_its_rows_back_to_the_searches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -345,7 +360,7 @@ def test_a_fold_that_fails_gives_its_rows_back_to_the_searches(tmp_path: Path, m
         ann.catch_up()
     ann.delete(["e1", "e2"])
     asked = queries(random.Random(15))
-    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]
+    agrees_with_exact_search(ann, asked)
     assert ann._index.pending is None and not ann._index.segments and len(ann._index.added) == 198
 
 
@@ -374,5 +389,5 @@ def test_closing_a_store_stops_a_fold_a_search_started_and_writes_nothing_after(
     assert not closing.is_alive() and saved_indexes(tmp_path, "entities") == []
     asked = queries(random.Random(17))
     monkeypatch.setattr(ann_module.SpaceIndex, "fold_soon", lambda self: None)
-    assert [hits(ann, q) for q in asked] == [from_rows(ann, q) for q in asked]  # its rows searched again
+    agrees_with_exact_search(ann, asked)  # its rows searched again
     assert ann._index.pending is None and len(ann._index.added) == 200
