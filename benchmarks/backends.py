@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "shared")]  # run from a checkout without installing
 
 from pathrag import Entity, NetworkXGraphStore, Relation, find_key_paths  # noqa: E402
-from pathrag.cypher import CypherGraphStore  # noqa: E402
+from pathrag.graphs.cypher import CypherGraphStore  # noqa: E402
 
 
 class CountingStore(NetworkXGraphStore):

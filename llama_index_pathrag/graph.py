@@ -23,7 +23,7 @@ meant to live for one query (:class:`~llama_index_pathrag.PathRAGRetriever` make
 own writes clear it.
 
 Pushed down. On LlamaIndex's FalkorDB and Neo4j stores, :class:`CypherPropertyGraphAdapter` answers each
-hop with one Cypher query of :class:`pathrag.cypher.CypherGraphStore` (nodes ``(:__Entity__ {id})``,
+hop with one Cypher query of :class:`pathrag.graphs.cypher.CypherGraphStore` (nodes ``(:__Entity__ {id})``,
 over the knowledge relationship types) instead: no triplets are shipped, and ``id`` is indexed where
 ``get_triplets``' ``name`` is not. Entities, relations and writes still go through the store's API.
 
@@ -65,8 +65,8 @@ from llama_index.core.graph_stores.types import Relation as StoreRelation
 from typing_extensions import override
 
 from pathrag import Entity, Neighborhood, Relation
-from pathrag.cypher import CypherGraphStore, Runner, falkordb_runner, neo4j_runner
-from pathrag.graph import BaseGraphStore
+from pathrag.graphs.base import BaseGraphStore
+from pathrag.graphs.cypher import CypherGraphStore, Runner, falkordb_runner, neo4j_runner
 from pathrag.merging import merge_relation
 from pathrag.names import check_name
 
@@ -199,7 +199,7 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
 
     ``ignore_relations``: relation labels never traversed. ``relation_label``: the label of written relations.
     Every async method is native (the store's ``aget_triplets``, ``aget``, ``aupsert_nodes``...), none
-    is :class:`~pathrag.graph.BaseGraphStore`'s thread hop: a store may only have a real async client.
+    is :class:`~pathrag.graphs.base.BaseGraphStore`'s thread hop: a store may only have a real async client.
     """
 
     def __init__(
@@ -634,7 +634,7 @@ _CYPHER_STORES: dict[tuple[str, str], Callable[[Any], Runner]] = {
 
 
 def cypher_runner(store: PropertyGraphStore) -> Runner | None:
-    """A raw-client :data:`pathrag.cypher.Runner` for LlamaIndex's FalkorDB or Neo4j property-graph store
+    """A raw-client :data:`pathrag.graphs.cypher.Runner` for LlamaIndex's FalkorDB or Neo4j property-graph store
     (or a subclass); ``None`` for any other store. Detected by class, without importing those packages.
 
     >>> cypher_runner(SimplePropertyGraphStore()) is None
@@ -650,7 +650,7 @@ def cypher_runner(store: PropertyGraphStore) -> Runner | None:
 class CypherPropertyGraphAdapter(PropertyGraphStoreAdapter):
     """:class:`PropertyGraphStoreAdapter` whose traversal runs in the database, one Cypher query per hop.
 
-    ``run``: the database's :data:`pathrag.cypher.Runner` (see :func:`cypher_runner`). The relationship
+    ``run``: the database's :data:`pathrag.graphs.cypher.Runner` (see :func:`cypher_runner`). The relationship
     types to follow are read once, on the first hop (``CALL db.relationshipTypes()``), minus
     ``ignore_relations``; without any left (or with a type holding a backtick) traversal falls back to
     the generic ``get_triplets`` path. ``cypher`` is the inner store once built (``cypher.round_trips``).

@@ -16,12 +16,12 @@ from ._version import __version__ as __version__
 # Names are imported on first use (PEP 562): the ``pathrag`` command's --help and option defaults need
 # only pathrag.params, not numpy, networkx and pydantic.
 _EXPORTS = {
-    "CypherGraphStore": "cypher",
-    "BaseGraphStore": "graph",
-    "GraphStore": "graph",
-    "Neighborhood": "graph",
-    "NetworkXGraphStore": "graph",
-    "as_graph_store": "graph",
+    "CypherGraphStore": "graphs.cypher",
+    "BaseGraphStore": "graphs.base",
+    "GraphStore": "graphs.base",
+    "Neighborhood": "graphs.base",
+    "NetworkXGraphStore": "graphs.memory",
+    "as_graph_store": "graphs.memory",
     "Document": "indexing",
     "IndexConfig": "indexing",
     "InsertSummary": "indexing",
@@ -53,8 +53,9 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .cypher import CypherGraphStore
-    from .graph import BaseGraphStore, GraphStore, Neighborhood, NetworkXGraphStore, as_graph_store
+    from .graphs.base import BaseGraphStore, GraphStore, Neighborhood
+    from .graphs.cypher import CypherGraphStore
+    from .graphs.memory import NetworkXGraphStore, as_graph_store
     from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
     from .llm import LanguageModel, as_language_model
     from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath

@@ -36,7 +36,8 @@ from typing_extensions import override
 
 from ._version import __version__
 from .errors import EmbedderMismatch
-from .graph import GraphStore, NetworkXGraphStore
+from .graphs.base import GraphStore
+from .graphs.memory import NetworkXGraphStore
 from .ids import RECORD_CHUNK_LIKE, is_record_chunk
 from .legacy import migrate_json_store
 from .records import (

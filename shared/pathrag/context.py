@@ -45,7 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from .graph import GraphStore
+from .graphs.base import GraphStore
 from .models import Entity, Relation, RetrievalResult, RetrievedItem, ScoredPath
 from .params import DEFAULT_CONTEXT_TOKENS, DEFAULT_KEY_PATHS, check_max_tokens
 from .prompts import (

@@ -97,7 +97,7 @@ import numpy as np
 
 from ._sync import run_sync
 from .files import check_regular_file
-from .graph import GraphStore
+from .graphs.base import GraphStore
 from .ids import chunk_id, entity_vector_id, relation_vector_id
 from .indexing import PathRAGIndex
 from .merging import join_descriptions, merge_records, relation_key

@@ -67,7 +67,8 @@ from .backend import IndexBackend, MemoryBackend, SQLiteBackend
 from .embedders import LazyEmbedder, MissingEmbedder, embedder_from_name, embedder_name_of
 from .errors import MissingEmbedderError, StoreDamaged, StoreError
 from .extraction import extract_records
-from .graph import GraphStore, NetworkXGraphStore
+from .graphs.base import GraphStore
+from .graphs.memory import NetworkXGraphStore
 from .ids import chunk_id, digest, entity_vector_id, record_chunk_id, relation_vector_id
 from .index_types import (
     INSERT_BATCH,

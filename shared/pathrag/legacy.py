@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import StoreError
-from .graph import NetworkXGraphStore
+from .graphs.memory import NetworkXGraphStore
 from .sqlite import STORE_FILE, SQLiteStore, store_exists, write_snapshot
 from .storage import Journal, atomic_write_text
 

@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .graph import GraphStore
+from .graphs.base import GraphStore
 from .models import Entity, RetrievedItem
 from .steps import Step, Steps
 from .vectors import VectorHit, VectorIndex, VectorItem

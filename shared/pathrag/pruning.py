@@ -31,7 +31,8 @@ from typing import Any, TypeVar
 
 import networkx as nx
 
-from .graph import GraphStore, Neighborhood, as_graph_store
+from .graphs.base import GraphStore, Neighborhood
+from .graphs.memory import as_graph_store
 from .models import ScoredPath
 from .params import MAX_HOPS, PATH_STEPS, PathParams
 

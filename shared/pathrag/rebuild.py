@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .errors import StoreDamaged
-from .graph import GraphStore
+from .graphs.base import GraphStore
 from .ids import digest, entity_vector_id, relation_vector_id
 from .merging import merge_records, relation_key
 from .models import Entity, Relation

@@ -48,7 +48,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .context import path_lookups, path_names, path_pairs, path_relations, render_chain, render_entity, render_path
-from .graph import GraphStore
+from .graphs.base import GraphStore
 from .ids import retrieved_item_id
 from .linking import linked_names, name_spans
 from .llm import LanguageModel, as_language_model, complete_sync

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .graph import GraphStore
+from .graphs.base import GraphStore
 from .models import Entity, Relation
 from .vectors import Embedder, VectorItem
 

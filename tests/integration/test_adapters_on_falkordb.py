@@ -28,7 +28,7 @@ from langchain_pathrag import PathRAGIndexer
 from llama_index_pathrag import HashingEmbedding, PathRAGExtractor, PathRAGQueryEngine, PathRAGRetriever
 from llama_index_pathrag.graph import CypherPropertyGraphAdapter, PropertyGraphStoreAdapter, cypher_runner
 from pathrag import Entity, Relation, find_key_paths
-from pathrag.cypher import CypherGraphStore
+from pathrag.graphs.cypher import CypherGraphStore
 from pathrag.indexing import run_sync
 
 from ..langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings

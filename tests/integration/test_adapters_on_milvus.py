@@ -25,7 +25,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_pathrag import LangChainVectorIndex, PathRAGIndexer
 from langchain_pathrag.adapters import ID_KEY
 from pathrag import VectorItem
-from pathrag.cypher import CypherGraphStore
+from pathrag.graphs.cypher import CypherGraphStore
 from pathrag.ids import entity_vector_id, relation_vector_id
 
 from ..langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings

@@ -32,7 +32,7 @@ from pathrag import (
     Relation,
     find_key_paths,
 )
-from pathrag.cypher import CypherGraphStore, falkordb_runner
+from pathrag.graphs.cypher import CypherGraphStore, falkordb_runner
 
 from ..fakes import ScriptedLLM
 from .falkordb_server import start_server, stop_server

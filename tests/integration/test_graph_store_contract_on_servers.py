@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from pathrag.cypher import CypherGraphStore
+from pathrag.graphs.cypher import CypherGraphStore
 from pathrag.testing import GraphStoreContract
 
 

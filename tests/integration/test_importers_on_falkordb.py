@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathrag import NetworkXGraphStore
-from pathrag.cypher import CypherGraphStore
+from pathrag.graphs.cypher import CypherGraphStore
 from pathrag.importers import import_lightrag
 
 from ..unit.test_importers import LIGHTRAG, contents

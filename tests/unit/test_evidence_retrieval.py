@@ -26,7 +26,7 @@ from pathrag import (
     spread_resources,
 )
 from pathrag.context import result_context
-from pathrag.graph import Neighborhood
+from pathrag.graphs.base import Neighborhood
 from pathrag.passage_rank import PassageRank
 from pathrag.steps import run
 from pathrag.vector_items import chunk_metadata, entity_vector_item, relation_vector_item

@@ -214,7 +214,7 @@ def test_a_store_missing_a_sync_method_cannot_be_made():
 
 
 def test_shipped_stores_use_the_base_class_as_documented():
-    from pathrag.cypher import CypherGraphStore
+    from pathrag.graphs.cypher import CypherGraphStore
 
     assert issubclass(NetworkXGraphStore, BaseGraphStore) and NetworkXGraphStore.async_in_thread is False
     assert issubclass(CypherGraphStore, BaseGraphStore) and CypherGraphStore.async_in_thread is True

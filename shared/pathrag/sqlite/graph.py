@@ -8,7 +8,7 @@ from typing import Any
 
 from typing_extensions import override
 
-from ..graph import BaseGraphStore, Merge, Neighborhood, stored_pair
+from ..graphs.base import BaseGraphStore, Merge, Neighborhood, stored_pair
 from ..models import Entity, Relation
 from ..names import check_name
 from .codec import IN_JSON, REL_COLUMNS, REL_FIELDS, dumps, entity_of, entity_row, relation_of, relation_row

@@ -17,7 +17,7 @@ import pytest
 
 from .. import Document, IndexConfig, PathRAGIndex
 from ..backend import IndexBackend
-from ..graph import GraphStore
+from ..graphs.base import GraphStore
 from ..models import Entity, Relation, RetrievalResult
 from ..vectors import Embedder, HashingEmbedder, VectorIndex, VectorItem
 

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import pytest
 
-from ..graph import GraphStore, Neighborhood
+from ..graphs.base import GraphStore, Neighborhood
 from ..models import Entity, Relation
 from ..names import EntityNameError
 

@@ -24,7 +24,7 @@ these parameters, give me the rows" function and its own way of declaring the un
   and relationship type can be changed (e.g. to keep several indexes apart in one Neo4j database), and
   so can the name property (``key``) and the relationship types traversal follows (``traverse``), which
   lets the store read a graph written by someone else (e.g. LlamaIndex's ``(:__Entity__ {id})`` nodes).
-* **Async twins** are :class:`~pathrag.graph.BaseGraphStore`'s: the sync call in a worker thread
+* **Async twins** are :class:`~pathrag.graphs.base.BaseGraphStore`'s: the sync call in a worker thread
   (``asyncio.to_thread``), since both constructors take a sync handle and both clients' connection
   pools are thread-safe.
 
@@ -46,7 +46,9 @@ from typing import Any
 
 from typing_extensions import override
 
-from .graph import (
+from ..models import Entity, Relation
+from ..names import EntityNameError, check_name
+from .base import (
     BaseGraphStore,
     Merge,
     Neighborhood,
@@ -56,8 +58,6 @@ from .graph import (
     relation_from_attrs,
     stored_pair,
 )
-from .models import Entity, Relation
-from .names import EntityNameError, check_name
 
 __all__ = ["CypherGraphStore", "Runner", "falkordb_runner", "neo4j_runner"]
 
