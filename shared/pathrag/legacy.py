@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from .errors import StoreError
+from .files import Journal, atomic_write_text
 from .graphs.memory import NetworkXGraphStore
 from .sqlite import STORE_FILE, SQLiteStore, store_exists, write_snapshot
-from .storage import Journal, atomic_write_text
 
 __all__ = [
     "CLI_FILE",

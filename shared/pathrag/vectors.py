@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from typing_extensions import override
 
-from .storage import atomic_write_text
+from .files import atomic_write_text
 
 __all__ = ["Embedder", "HashingEmbedder", "InMemoryVectorIndex", "VectorHit", "VectorIndex", "VectorItem"]
 

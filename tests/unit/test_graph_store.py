@@ -22,7 +22,7 @@ from pathrag import (
     as_graph_store,
     find_key_paths,
 )
-from pathrag.storage import atomic_write_text
+from pathrag.files import atomic_write_text
 
 
 def build() -> NetworkXGraphStore:

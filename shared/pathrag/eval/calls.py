@@ -1,7 +1,7 @@
 """Every model call of an evaluation: journalled, reused, limited, retried, counted and priced.
 
 :class:`ModelCalls` asks through the core's :class:`~pathrag.llm_calls.LLMCaller` (concurrency limit,
-retries with back-off) and journals each answer in a :class:`~pathrag.storage.Journal` the moment it
+retries with back-off) and journals each answer in a :class:`~pathrag.files.Journal` the moment it
 arrives, with its token counts and latency. An answer already in the journal, or being asked for by
 another task, is reused: an interrupted run pays again only for the calls that were in flight.
 
@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from ..files import Journal
 from ..llm import LanguageModel
 from ..llm_calls import LLMCaller, OperationCalls, cache_key
-from ..storage import Journal
 from ..tokens import TokenCounter, count_tokens
 from .prompts import RETRY_SUFFIX
 

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..files import NotARegularFile, check_regular_file
+from ..files import Journal, NotARegularFile, check_regular_file
 from ..llm import LanguageModel, as_language_model
 from ..retrieval import MAX_QUERY_CHARS
-from ..storage import Journal
 from ..tokens import TokenCounter, count_tokens
 from .calls import CallFailed, ModelCalls
 from .parsing import clean_text, json_value, loose_key

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any
 from tqdm.auto import tqdm
 
 from .._sync import run_sync
+from ..files import Journal, atomic_write_text
 from ..llm import LanguageModel, as_language_model
 from ..retrieval import RetrievalParams
-from ..storage import Journal, atomic_write_text
 from ..tokens import TokenCounter
 from .answers import AnswerRecord, answer
 from .calls import ModelCalls, Pricing

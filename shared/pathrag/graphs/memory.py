@@ -17,9 +17,9 @@ from typing import Any
 import networkx as nx
 from typing_extensions import override
 
+from ..files import atomic_write_text
 from ..models import Entity, Relation
 from ..names import check_name
-from ..storage import atomic_write_text
 from .base import (
     BaseGraphStore,
     GraphStore,
