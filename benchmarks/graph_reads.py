@@ -44,7 +44,7 @@ from pathrag.backend import SQLiteBackend
 from pathrag.models import Entity
 from pathrag.retrieval import _ranked_passages, _run
 from pathrag.sqlite import SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex
-from pathrag.vectors import VectorItem
+from pathrag.vectors.base import VectorItem
 
 HUBS = 5
 BATCH = 100_000

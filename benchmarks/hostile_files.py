@@ -144,7 +144,7 @@ import sys, random
 from pathlib import Path
 from pathrag import HashingEmbedder
 from pathrag.sqlite import SQLiteStore, SQLiteVectorIndex, ann
-from pathrag.vectors import VectorItem
+from pathrag.vectors.base import VectorItem
 ann.SEGMENT_LIMIT = int(sys.argv[3])
 rng = random.Random(0)
 words = [f"w{i}" for i in range(5000)]
@@ -349,7 +349,7 @@ from pathlib import Path
 from pathrag import HashingEmbedder
 from pathrag.sqlite import SQLiteStore, SQLiteVectorIndex
 from pathrag.sqlite import ann
-from pathrag.vectors import VectorItem
+from pathrag.vectors.base import VectorItem
 ann.SEGMENT_LIMIT = 1 << 12
 seed, seconds = int(sys.argv[2]), float(sys.argv[3])
 rng = random.Random(seed)
@@ -417,7 +417,7 @@ COMMIT = """
 import random, sys
 from pathrag import HashingEmbedder
 from pathrag.sqlite import SQLiteStore, SQLiteVectorIndex
-from pathrag.vectors import VectorItem
+from pathrag.vectors.base import VectorItem
 rng = random.Random(int(sys.argv[3]))
 words = [f"w{i}" for i in range(5000)]
 index = SQLiteVectorIndex(SQLiteStore(sys.argv[1]), "entities", HashingEmbedder(384))

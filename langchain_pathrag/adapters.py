@@ -29,7 +29,7 @@ from langchain_core.vectorstores import VectorStore
 from typing_extensions import override
 
 from pathrag import Embedder, VectorHit, VectorItem
-from pathrag.vectors import checked_vectors
+from pathrag.vectors.base import checked_vectors
 
 __all__ = ["LangChainEmbedder", "LangChainLanguageModel", "LangChainVectorIndex", "PathRAGEmbeddings"]
 

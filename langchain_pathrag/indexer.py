@@ -44,13 +44,13 @@ from pydantic import ConfigDict, Field
 
 import pathrag
 from pathrag import GraphStore, IndexConfig, InsertSummary, PathRAGIndex, VectorItem
-from pathrag.embedders import LazyEmbedder, embedder_name_of
 from pathrag.errors import MissingEmbedderError
 from pathrag.index_types import DeleteSummary
 from pathrag.indexing import STATE_FILE
 from pathrag.legacy import legacy_files
 from pathrag.sqlite import SQLiteVectorIndex, read_store_info, store_exists
 from pathrag.tokens import count_tokens
+from pathrag.vectors.embedders import LazyEmbedder, embedder_name_of
 
 from .adapters import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings
 from .retrievers import PathRAGRetriever

@@ -248,15 +248,18 @@ def _provider_of(spec: str) -> str | None:
 def embedder(spec: str, store: Path, *, lazy: bool = False) -> pathrag.Embedder:
     """The embedder a store's recorded ``spec`` names (``store`` is named in errors).
 
-    ``lazy``: an endpoint's or provider's embeddings are made on first use (a ``pathrag.embedders.LazyEmbedder``),
-    so that commands that embed nothing (``stats``, most deletes) need no key, and a missing key or package
-    is the one-line error of the command that does embed, before it writes anything.
+    ``lazy``: an endpoint's or provider's embeddings are made on first use (a
+    ``pathrag.vectors.embedders.LazyEmbedder``), so that commands that embed nothing (``stats``, most deletes)
+    need no key, and a missing key or package is the one-line error of the command that does embed, before it
+    writes anything.
     """
     dimensions = _hashing_dimensions(spec)  # hashing-256, or a store made by the library, say
     if dimensions is not None:
         return pathrag.HashingEmbedder(dimensions)
     if lazy:
-        return pathrag.embedders.LazyEmbedder(lambda: embedder(spec, store), spec)
+        from pathrag.vectors.embedders import LazyEmbedder
+
+        return LazyEmbedder(lambda: embedder(spec, store), spec)
     provider = _provider_of(spec)
     if provider is None:
         raise CliError(

@@ -110,7 +110,9 @@ def open_store(
         def refuse() -> pathrag.Embedder:  # a command that embeds fails here; stats and the like work
             raise unknown
 
-        return _open(store, llm, pathrag.embedders.LazyEmbedder(refuse), config, None, check_on_open)
+        from pathrag.vectors.embedders import LazyEmbedder
+
+        return _open(store, llm, LazyEmbedder(refuse), config, None, check_on_open)
     if meta:  # an existing store: its own embeddings, and no others
         spec = meta["embeddings"]
         check_embeddings(store, meta, None if embedding_model is None else embedding_spec(embedding_model))

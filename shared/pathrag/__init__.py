@@ -44,12 +44,12 @@ _EXPORTS = {
     "spread_resources": "pruning",
     "aretrieve": "retrieval",
     "retrieve": "retrieval",
-    "Embedder": "vectors",
-    "HashingEmbedder": "vectors",
-    "InMemoryVectorIndex": "vectors",
-    "VectorHit": "vectors",
-    "VectorIndex": "vectors",
-    "VectorItem": "vectors",
+    "Embedder": "vectors.base",
+    "HashingEmbedder": "vectors.hashing",
+    "InMemoryVectorIndex": "vectors.memory",
+    "VectorHit": "vectors.base",
+    "VectorIndex": "vectors.base",
+    "VectorItem": "vectors.base",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -69,7 +69,9 @@ if TYPE_CHECKING:  # pragma: no cover
         spread_resources,
     )
     from .retrieval import aretrieve, retrieve
-    from .vectors import Embedder, HashingEmbedder, InMemoryVectorIndex, VectorHit, VectorIndex, VectorItem
+    from .vectors.base import Embedder, VectorHit, VectorIndex, VectorItem
+    from .vectors.hashing import HashingEmbedder
+    from .vectors.memory import InMemoryVectorIndex
 
 __all__ = [
     "BaseGraphStore",

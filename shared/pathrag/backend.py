@@ -52,7 +52,8 @@ from .records import (
 from .sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, WriterLock, unpack_records
 from .sqlite.schema import DEGREES_COUNTED
 from .staging import Staged
-from .vectors import Embedder, InMemoryVectorIndex, VectorIndex
+from .vectors.base import Embedder, VectorIndex
+from .vectors.memory import InMemoryVectorIndex
 
 logger = logging.getLogger(__name__)
 

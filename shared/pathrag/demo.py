@@ -39,7 +39,8 @@ from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
 from .llm import LanguageModel
 from .prompts import ANSWER_INSTRUCTIONS, KEYWORDS_PROMPT, SUMMARY_PROMPT
 from .retrieval import RetrievalParams, RetrievalResult
-from .vectors import Embedder, HashingEmbedder
+from .vectors.base import Embedder
+from .vectors.hashing import HashingEmbedder
 
 __all__ = [
     "DEMO_PARAMS",

@@ -1,5 +1,5 @@
-"""Hashes and ids, in one place: the content hash, chunk ids, the record-chunk convention, vector ids
-and the ids of retrieved items.
+"""Hashes and ids, in one place: the content hash, chunk ids, the record-chunk convention, a relation's
+identity, vector ids and the ids of retrieved items.
 
 Every id the index writes is derived from content, so the same text, name or relation always gets the same
 id, whichever process or run wrote it. An import's (or ``add_records``') records are kept in a chunk
@@ -24,6 +24,7 @@ __all__ = [
     "entity_vector_id",
     "is_record_chunk",
     "record_chunk_id",
+    "relation_key",
     "relation_vector_id",
     "retrieved_item_id",
 ]
@@ -65,8 +66,17 @@ def entity_vector_id(name: str) -> str:
     return f"ent-{digest(name)}"
 
 
+def relation_key(source: str, target: str, *, directed: bool = False) -> tuple[str, str]:
+    """The identity of a relation: the pair itself if directed, else the sorted pair.
+
+    >>> relation_key("B", "A"), relation_key("B", "A", directed=True)
+    (('A', 'B'), ('B', 'A'))
+    """
+    return (source, target) if directed or source <= target else (target, source)
+
+
 def relation_vector_id(key: tuple[str, str]) -> str:
-    """The vector id of the relation whose :func:`~pathrag.merging.relation_key` is ``key``."""
+    """The vector id of the relation whose :func:`relation_key` is ``key``."""
     return f"rel-{digest(*key)}"
 
 

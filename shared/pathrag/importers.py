@@ -103,8 +103,8 @@ from .indexing import PathRAGIndex
 from .merging import join_descriptions, merge_records, relation_key
 from .models import Entity, Relation
 from .names import clean_description, normalize_name, normalize_type, split_keywords
-from .vector_items import aput_vectors, chunk_metadata, entity_vector_item, relation_vector_item
-from .vectors import VectorIndex, VectorItem, checked_vectors
+from .vectors.base import VectorIndex, VectorItem, checked_vectors
+from .vectors.items import aput_vectors, chunk_metadata, entity_vector_item, relation_vector_item
 
 logger = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ older JSON format is migrated on first open.
 the change set of a commit in :mod:`pathrag.staging`, the LLM calls (cache, retries, concurrency, usage)
 in :mod:`pathrag.llm_calls`, the rebuild of entities, relations and their vectors from the chunk records
 in :mod:`pathrag.rebuild` (merged by :func:`pathrag.merging.merge_records`), and what gets embedded under
-which id in :mod:`pathrag.vector_items`; the values it takes and returns (:class:`Document`,
+which id in :mod:`pathrag.vectors.items`; the values it takes and returns (:class:`Document`,
 :class:`IndexConfig`, the summaries) are :mod:`pathrag.index_types`, its embedder stand-ins
-:mod:`pathrag.embedders`.
+:mod:`pathrag.vectors.embedders`.
 
 Why this module is longer than the others (~800 lines): it is one class, :class:`PathRAGIndex`, whose
 methods are the steps of the one commit order (extract, plan, apply) and the public API over them, sync
@@ -64,7 +64,6 @@ from tqdm.auto import tqdm
 from ._sync import run_sync
 from ._version import __version__
 from .backend import IndexBackend, MemoryBackend, SQLiteBackend
-from .embedders import LazyEmbedder, MissingEmbedder, embedder_from_name, embedder_name_of
 from .errors import MissingEmbedderError, StoreDamaged, StoreError
 from .extraction import extract_records
 from .graphs.base import GraphStore
@@ -90,8 +89,10 @@ from .records import ChunkRecord, DocumentRecord, cited
 from .retrieval import RetrievalResult, aretrieve, retrieve
 from .sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, store_exists, write_snapshot
 from .staging import Staged
-from .vector_items import aput_vectors, entity_vector_item, relation_vector_item
-from .vectors import Embedder, InMemoryVectorIndex, VectorIndex, VectorItem
+from .vectors.base import Embedder, VectorIndex, VectorItem
+from .vectors.embedders import LazyEmbedder, MissingEmbedder, embedder_from_name, embedder_name_of
+from .vectors.items import aput_vectors, entity_vector_item, relation_vector_item
+from .vectors.memory import InMemoryVectorIndex
 
 __all__ = [
     "ChunkFailure",

@@ -3,7 +3,7 @@
 Before ``pathrag.sqlite`` an index directory held ``documents.json``, ``graph.json`` (a
 :class:`~pathrag.NetworkXGraphStore` saved with :meth:`~pathrag.NetworkXGraphStore.save`), the
 ``chunks.jsonl`` and ``llm_cache.jsonl`` journals, one ``*.vectors.json`` per vector space (an
-:class:`~pathrag.vectors.InMemoryVectorIndex` saved with its ``save``) and, for the command line,
+:class:`~pathrag.vectors.memory.InMemoryVectorIndex` saved with its ``save``) and, for the command line,
 ``cli.json`` (the embeddings). :func:`migrate_json_store` turns such a directory into a store the first
 time it is opened, then moves those files to ``json-store-backup/``.
 """

@@ -24,14 +24,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from .ids import relation_key
 from .models import Entity, Relation
 
 __all__ = ["join_descriptions", "merge_entity", "merge_records", "merge_relation", "relation_key"]
-
-
-def relation_key(source: str, target: str, *, directed: bool = False) -> tuple[str, str]:
-    """The identity of a relation: the pair itself if directed, else the sorted pair."""
-    return (source, target) if directed or source <= target else (target, source)
 
 
 def join_descriptions(descriptions: Iterable[str]) -> str:

@@ -45,7 +45,7 @@ from typing import Any
 from .graphs.base import GraphStore
 from .models import Entity, RetrievedItem
 from .steps import Step, Steps
-from .vectors import VectorHit, VectorIndex, VectorItem
+from .vectors.base import VectorHit, VectorIndex, VectorItem
 
 __all__ = [
     "MAX_ROUNDS",

@@ -24,8 +24,8 @@ from .names import truncate
 from .prompts import build_summary_prompt
 from .records import RecordTables, StringTable, cited
 from .tokens import TokenCounter, count_tokens
-from .vector_items import chunk_metadata, entity_vector_item, relation_vector_item
-from .vectors import VectorIndex, VectorItem
+from .vectors.base import VectorIndex, VectorItem
+from .vectors.items import chunk_metadata, entity_vector_item, relation_vector_item
 
 __all__ = ["UNSUMMARISED_MAX_CHARS", "Rebuilt", "Summariser", "rebuild", "sync_chunk_vectors"]
 

@@ -59,7 +59,7 @@ from .prompts import KEYWORDS_PROMPT
 from .pruning import afind_key_paths, find_key_paths
 from .query_paths import Chain, chain_relations, merge_chains, more_chains, weigh_relations
 from .steps import Step, Steps, arun, query_step, run
-from .vectors import VectorHit, VectorIndex, VectorItem
+from .vectors.base import VectorHit, VectorIndex, VectorItem
 
 __all__ = [
     "Keywords",

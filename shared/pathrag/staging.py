@@ -29,7 +29,7 @@ import numpy as np
 
 from .graphs.base import GraphStore
 from .models import Entity, Relation
-from .vectors import Embedder, VectorItem
+from .vectors.base import Embedder, VectorItem
 
 __all__ = ["StageableIndex", "Staged"]
 

@@ -29,7 +29,7 @@ from pathrag.context import result_context
 from pathrag.graphs.base import Neighborhood
 from pathrag.passage_rank import PassageRank
 from pathrag.steps import run
-from pathrag.vector_items import chunk_metadata, entity_vector_item, relation_vector_item
+from pathrag.vectors.items import chunk_metadata, entity_vector_item, relation_vector_item
 
 # -- spread_resources is the sum of each start's propagation -------------------------------------------
 

@@ -19,7 +19,7 @@ from pathrag.models import Entity
 from pathrag.passage_rank import PassageRank, named_source, ranked_ids, similar_source, spread
 from pathrag.sqlite import SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex
 from pathrag.steps import run
-from pathrag.vectors import VectorHit, VectorItem
+from pathrag.vectors.base import VectorHit, VectorItem
 
 
 def rel(source: str, target: str) -> Relation:

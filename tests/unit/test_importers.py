@@ -435,7 +435,7 @@ class CountingEmbedder(HashingEmbedder):
 def test_reused_vectors_given_to_add_records_are_kept_not_re_embedded(tmp_path: Path, where: str) -> None:
     from pathrag import Entity
     from pathrag.ids import entity_vector_id
-    from pathrag.vector_items import entity_vector_item
+    from pathrag.vectors.items import entity_vector_item
 
     embedder = CountingEmbedder()
     index = PathRAGIndex(tmp_path / "kb" if where == "directory" else None, embedder=embedder)

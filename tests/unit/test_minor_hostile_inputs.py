@@ -14,7 +14,7 @@ import pytest
 
 from pathrag import HashingEmbedder, InMemoryVectorIndex, NetworkXGraphStore, PathRAGIndex
 from pathrag.importers import import_lightrag
-from pathrag.vectors import VectorItem
+from pathrag.vectors.base import VectorItem
 
 from ..fakes import ScriptedLLM
 from .test_importers import LIGHTRAG, AxisEmbedder

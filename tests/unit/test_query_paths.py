@@ -23,7 +23,7 @@ from pathrag import (
 from pathrag.context import result_context
 from pathrag.linking import linked_names, name_spans
 from pathrag.query_paths import Chain, WeightedRelation, chain_relations, merge_chains, weigh_relations
-from pathrag.vector_items import chunk_metadata, entity_vector_item, relation_vector_item
+from pathrag.vectors.items import chunk_metadata, entity_vector_item, relation_vector_item
 
 # -- linking -------------------------------------------------------------------------------------------
 

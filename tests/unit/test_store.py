@@ -17,7 +17,7 @@ import pathrag.sqlite.store
 from pathrag import Document, Entity, HashingEmbedder, IndexConfig, PathRAGIndex, Relation
 from pathrag.errors import StoreDamaged
 from pathrag.sqlite import FORMAT_VERSION, STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, read_store_info
-from pathrag.vectors import VectorItem
+from pathrag.vectors.base import VectorItem
 
 from ..fakes import ScriptedLLM
 

@@ -20,7 +20,7 @@ from pathrag import HashingEmbedder
 from pathrag.sqlite import SQLiteStore, SQLiteVectorIndex
 from pathrag.sqlite import ann as ann_module
 from pathrag.sqlite.ann import KeyedMatrix, saved_indexes
-from pathrag.vectors import VectorItem
+from pathrag.vectors.base import VectorItem
 
 pytest.importorskip("usearch")
 from usearch.index import Index, MetricKind  # noqa: E402

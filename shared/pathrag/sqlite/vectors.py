@@ -11,7 +11,7 @@ import numpy as np
 from typing_extensions import override
 
 from ..errors import StoreError
-from ..vectors import Embedder, VectorHit, VectorIndex, VectorItem, check_finite, checked_vectors
+from ..vectors.base import Embedder, VectorHit, VectorIndex, VectorItem, check_finite, checked_vectors
 from .ann import SpaceIndex, check_saved, saved_indexes, trim_key
 from .codec import IN_JSON, dumps
 from .schema import READ_TEXT, VECTOR_COLUMNS, WRITE_VECTORS, WRITE_VECTORS_V1
@@ -192,7 +192,7 @@ class SQLiteVectorIndex(VectorIndex):
 
         >>> import tempfile
         >>> from pathrag import HashingEmbedder
-        >>> from pathrag.vectors import VectorItem
+        >>> from pathrag.vectors.base import VectorItem
         >>> index = SQLiteVectorIndex(SQLiteStore(tempfile.mkdtemp()), "entities", HashingEmbedder(8))
         >>> index.keep_written()
         >>> index.upsert([VectorItem("a", "harbour pilot", {})]); index.catch_up()
@@ -211,7 +211,7 @@ class SQLiteVectorIndex(VectorIndex):
 
         >>> import tempfile
         >>> from pathrag import HashingEmbedder
-        >>> from pathrag.vectors import VectorItem
+        >>> from pathrag.vectors.base import VectorItem
         >>> index = SQLiteVectorIndex(SQLiteStore(tempfile.mkdtemp()), "entities", HashingEmbedder(8))
         >>> index.upsert([VectorItem("a", "harbour pilot", {})]); index.catch_up()
         >>> [hit.id for hit in index.query("pilot", 1)]

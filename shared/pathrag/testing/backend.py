@@ -19,7 +19,8 @@ from .. import Document, IndexConfig, PathRAGIndex
 from ..backend import IndexBackend
 from ..graphs.base import GraphStore
 from ..models import Entity, Relation, RetrievalResult
-from ..vectors import Embedder, HashingEmbedder, VectorIndex, VectorItem
+from ..vectors.base import Embedder, VectorIndex, VectorItem
+from ..vectors.hashing import HashingEmbedder
 
 __all__ = ["FaultyEmbedder", "IndexBackendContract", "ScriptedModel", "backend_of", "committed_state"]
 

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import pytest
 
-from ..vectors import VectorHit, VectorIndex, VectorItem
+from ..vectors.base import VectorHit, VectorIndex, VectorItem
 
 __all__ = ["CompassEmbedder", "VectorIndexContract"]
 

@@ -12,10 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from .ids import entity_vector_id, relation_vector_id
-from .merging import relation_key
-from .models import Entity, Relation
-from .vectors import VectorIndex, VectorItem
+from ..ids import entity_vector_id, relation_key, relation_vector_id
+from ..models import Entity, Relation
+from .base import VectorIndex, VectorItem
 
 __all__ = ["VECTOR_BATCH", "aput_vectors", "chunk_metadata", "entity_vector_item", "relation_vector_item"]
 

@@ -1,11 +1,6 @@
-"""The boundary between the core and embeddings / vector search, plus an embedded vector index.
+"""The embedded vector index: exact cosine search with numpy, in memory, saved as one JSON file.
 
-The adapters implement :class:`VectorIndex` with their framework's vector stores. The core ships
-:class:`InMemoryVectorIndex` (exact cosine search with numpy; an index directory keeps its vectors in
-the SQLite store instead, see :class:`pathrag.sqlite.SQLiteVectorIndex`) and
-:class:`HashingEmbedder`, a deterministic bag-of-words embedder that needs no model (good for tests
-and demos; use a real embedding model for real retrieval).
-
+>>> from pathrag import HashingEmbedder
 >>> index = InMemoryVectorIndex(HashingEmbedder())
 >>> index.upsert([VectorItem(id="e1", text="harbour pilot"), VectorItem(id="e2", text="sea wall")])
 >>> index.query("the harbour pilot", k=1)[0].id
@@ -17,174 +12,17 @@ from __future__ import annotations
 import base64
 import json
 import os
-import re
-import zlib
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import suppress
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 from typing_extensions import override
 
-from .files import atomic_write_text
+from ..files import atomic_write_text
+from .base import Embedder, VectorHit, VectorIndex, VectorItem, check_finite, checked_vectors
 
-__all__ = ["Embedder", "HashingEmbedder", "InMemoryVectorIndex", "VectorHit", "VectorIndex", "VectorItem"]
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into vectors (one list of floats per text)."""
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in the order of ``texts``."""
-        ...
-
-    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Async twin of :meth:`embed`."""
-        ...
-
-
-def checked_vectors(embedder: Any, vectors: Any, count: int) -> Sequence[Sequence[float]]:
-    """``vectors``, after checking that ``embedder`` returned one per text (``count`` texts): else a
-    :class:`ValueError` naming the embedder and both counts, never an ``IndexError`` further on.
-
-    >>> checked_vectors(HashingEmbedder(), [], 1)
-    Traceback (most recent call last):
-    ...
-    ValueError: the embedder HashingEmbedder returned 0 vectors for 1 text: an embedder returns one vector per text
-    """
-    found = len(vectors) if hasattr(vectors, "__len__") and not isinstance(vectors, (str, bytes, Mapping)) else None
-    if found == count:
-        return vectors  # type: ignore[no-any-return]
-    name = getattr(embedder, "name", None)
-    what = type(embedder).__name__ + (f" ({name})" if isinstance(name, str) and name else "")
-    got = f"{found} vectors" if found is not None else f"a {type(vectors).__name__}"
-    raise ValueError(
-        f"the embedder {what} returned {got} for {count} text{'s' * (count != 1)}: an embedder returns one "
-        "vector per text"
-    )
-
-
-def check_finite(items: Sequence[Any], matrix: np.ndarray) -> None:
-    """Refuse vectors holding NaN or an infinity (a row per item, in ``matrix``): stored, they score NaN
-    against every question and their items are never found, while the store looks whole."""
-    bad = ~np.isfinite(matrix).all(axis=1) if matrix.size else np.zeros(0, dtype=bool)
-    if bad.any():
-        first = items[int(np.argmax(bad))]
-        raise ValueError(
-            f"{int(bad.sum())} of {len(items)} vectors hold NaN or infinite numbers (the first for "
-            f"{getattr(first, 'id', first)!r}): nothing was stored; check the embedder or the vectors given"
-        )
-
-
-@dataclass(frozen=True)
-class VectorItem:
-    """One text to index, under a stable id, with metadata that search hits carry back."""
-
-    id: str
-    text: str
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class VectorHit:
-    """A search result: the item's id, its similarity to the query (higher is closer), metadata, and
-    the item's text when the index keeps it (``""`` otherwise)."""
-
-    id: str
-    score: float
-    metadata: Mapping[str, Any] = field(default_factory=dict)
-    text: str = ""
-
-
-@runtime_checkable
-class VectorIndex(Protocol):
-    """Upsert texts by id, find the ids nearest a query text (best first, with a similarity), delete."""
-
-    def upsert(self, items: Sequence[VectorItem]) -> None:
-        """Embed and store items, replacing any stored under the same id."""
-        ...
-
-    async def aupsert(self, items: Sequence[VectorItem]) -> None:
-        """Async twin of :meth:`upsert`."""
-        ...
-
-    def query(self, text: str, k: int) -> list[VectorHit]:
-        """The (at most) ``k`` items nearest ``text``, best first."""
-        ...
-
-    async def aquery(self, text: str, k: int) -> list[VectorHit]:
-        """Async twin of :meth:`query`."""
-        ...
-
-    def delete(self, ids: Iterable[str]) -> None:
-        """Delete items by id; unknown ids are ignored."""
-        ...
-
-    async def adelete(self, ids: Iterable[str]) -> None:
-        """Async twin of :meth:`delete`."""
-        ...
-
-
-_WORD = re.compile(r"\w+")
-
-
-class HashingEmbedder(Embedder):
-    """Deterministic embeddings from hashed words and character trigrams; no model, no network.
-
-    Texts sharing words land close together, which is enough for tests and the offline demo.
-
-    Bounded on any input: a word (``\\w+``) longer than :attr:`MAX_WORD_CHARS` (256) characters is hashed by
-    its first 256 (other words hash as they always did, so stored vectors stay valid), and the memo of hashed
-    words keeps the :attr:`MEMO_WORDS` (32,768) most recently hashed words of at most :attr:`MEMO_MAX_WORD_CHARS`
-    (32) characters (about 30 MB at most; longer words are hashed again each time).
-    """
-
-    MAX_WORD_CHARS = 256
-    MEMO_WORDS = 32_768
-    MEMO_MAX_WORD_CHARS = 32
-
-    def __init__(self, dimensions: int = 256) -> None:
-        if dimensions < 8:
-            raise ValueError("dimensions must be at least 8")
-        self.dimensions = dimensions
-        self._words: OrderedDict[str, tuple[np.ndarray, np.ndarray]] = OrderedDict()
-
-    def _word(self, word: str) -> tuple[np.ndarray, np.ndarray]:
-        """Slots and signs of a word and its character trigrams (memoised, oldest out first)."""
-        found = self._words.get(word)
-        if found is not None:
-            return found  # first in, first out: a frequent word evicted is soon hashed and memoised again
-        word = word[: self.MAX_WORD_CHARS]
-        padded = f"#{word}#"
-        features = [word, *(padded[i : i + 3] for i in range(len(padded) - 2))]
-        codes = np.array([zlib.crc32(f.encode("utf-8", "surrogatepass")) for f in features], dtype=np.uint64)
-        found = (codes % self.dimensions, np.where(codes >> 31, 1.0, -1.0))
-        if len(word) <= self.MEMO_MAX_WORD_CHARS:
-            self._words[word] = found
-            while len(self._words) > self.MEMO_WORDS:
-                with suppress(KeyError):  # emptied by another thread meanwhile
-                    self._words.popitem(last=False)
-        return found
-
-    @override
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        out = []
-        for text in texts:
-            vector = np.zeros(self.dimensions)
-            for word in _WORD.findall(text.lower()):
-                slots, signs = self._word(word)
-                np.add.at(vector, slots, signs)
-            norm = np.linalg.norm(vector)
-            out.append((vector / norm if norm else vector).tolist())
-        return out
-
-    @override
-    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.embed(texts)
+__all__ = ["InMemoryVectorIndex"]
 
 
 class InMemoryVectorIndex(VectorIndex):

@@ -10,8 +10,8 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .errors import MissingEmbedderError
-from .vectors import Embedder
+from ..errors import MissingEmbedderError
+from .base import Embedder
 
 __all__ = ["LazyEmbedder", "MissingEmbedder", "embedder_from_name", "embedder_name_of"]
 
@@ -19,7 +19,7 @@ __all__ = ["LazyEmbedder", "MissingEmbedder", "embedder_from_name", "embedder_na
 def embedder_name_of(embedder: Embedder | None) -> str | None:
     """The name a store records for its embedder: ``hashing-<dim>`` for :class:`HashingEmbedder`,
     else the embedder's ``name`` attribute if it has one (``None``: not recorded, not checked)."""
-    from .vectors import HashingEmbedder
+    from .hashing import HashingEmbedder
 
     if isinstance(embedder, HashingEmbedder):
         return f"hashing-{embedder.dimensions}"
@@ -33,7 +33,7 @@ def embedder_from_name(name: str | None) -> Embedder | None:
     >>> embedder_from_name("hashing-64").dimensions, embedder_from_name("openai:text-embedding-3-small")
     (64, None)
     """
-    from .vectors import HashingEmbedder
+    from .hashing import HashingEmbedder
 
     dimensions = (name or "").removeprefix("hashing-")
     if name and name.startswith("hashing-") and dimensions.isdigit() and int(dimensions) >= 8:
