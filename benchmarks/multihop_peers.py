@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 
 from pathrag import PathRAGIndex
+from pathrag.llm.tokens import count_tokens
 from pathrag.names import normalize_name
-from pathrag.tokens import count_tokens
 
 SYNONYM_SIMILARITY = 0.8
 LINKED_FACTS = 5

@@ -3,7 +3,7 @@
 The context is laid out by the core's one builder (:func:`pathrag.context.items_context`, what
 :func:`pathrag.context.result_context` uses, in the layout the retriever's documents were retrieved
 for): the question first, then the passages from least to most relevant, then the paths from least to
-most reliable (the most reliable right before the instructions). Its wording is the core's (:mod:`pathrag.prompts`).
+most reliable (the most reliable right before the instructions). Its wording is the core's (:mod:`pathrag.llm.prompts`).
 
 >>> from langchain_core.documents import Document
 >>> weak = Document(page_content="A -> B", metadata={"kind": "path", "score": 0.2, "nodes": ["A", "B"]})

@@ -48,8 +48,8 @@ from pathrag.errors import MissingEmbedderError
 from pathrag.index_types import DeleteSummary
 from pathrag.indexing import STATE_FILE
 from pathrag.legacy import legacy_files
+from pathrag.llm.tokens import count_tokens
 from pathrag.sqlite import SQLiteVectorIndex, read_store_info, store_exists
-from pathrag.tokens import count_tokens
 from pathrag.vectors.embedders import LazyEmbedder, embedder_name_of
 
 from .adapters import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings

@@ -27,7 +27,7 @@ from typing_extensions import override
 
 from pathrag import RetrievedItem
 from pathrag.context import DEFAULT_CONTEXT_TOKENS, context_blocks, instructions_for, items_context
-from pathrag.prompts import EVIDENCE_TEMPLATE
+from pathrag.llm.prompts import EVIDENCE_TEMPLATE
 
 from .retriever import PathRAGRetriever
 

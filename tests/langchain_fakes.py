@@ -19,7 +19,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 from pathrag import HashingEmbedder
-from pathrag.prompts import KEYWORDS_PROMPT
+from pathrag.llm.prompts import KEYWORDS_PROMPT
 
 from .fakes import TEXT, answer_for
 

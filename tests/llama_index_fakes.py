@@ -18,7 +18,7 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 
-from pathrag.prompts import KEYWORDS_PROMPT
+from pathrag.llm.prompts import KEYWORDS_PROMPT
 
 from .fakes import TEXT, answer_for
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex, RetrievalResult
-from pathrag.llm_calls import cache_key
+from pathrag.llm.calls import cache_key
 from pathrag.sqlite import LOCK_FILE, STORE_FILE, StoreError, StoreLocked
 
 from .fakes import ScriptedLLM

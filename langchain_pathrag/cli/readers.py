@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from pathrag.tokens import count_tokens
+from pathrag.llm.tokens import count_tokens
 
 from .errors import CliError, one_line
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from pathrag.tokens import approximate_token_count, count_tokens, default_token_counter
+from pathrag.llm.tokens import approximate_token_count, count_tokens, default_token_counter
 
 if TYPE_CHECKING:  # the core is imported when a command runs, not for ``pathrag --help``
     import pathrag

@@ -26,8 +26,8 @@ _EXPORTS = {
     "IndexConfig": "indexing",
     "InsertSummary": "indexing",
     "PathRAGIndex": "indexing",
-    "LanguageModel": "llm",
-    "as_language_model": "llm",
+    "LanguageModel": "llm.client",
+    "as_language_model": "llm.client",
     "Entity": "models",
     "Keywords": "models",
     "Relation": "models",
@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .graphs.cypher import CypherGraphStore
     from .graphs.memory import NetworkXGraphStore, as_graph_store
     from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
-    from .llm import LanguageModel, as_language_model
+    from .llm.client import LanguageModel, as_language_model
     from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
     from .params import PathParams, RetrievalParams
     from .pruning import (

@@ -46,16 +46,16 @@ from dataclasses import dataclass
 from typing import cast
 
 from .graphs.base import GraphStore
-from .models import Entity, Relation, RetrievalResult, RetrievedItem, ScoredPath
-from .params import DEFAULT_CONTEXT_TOKENS, DEFAULT_KEY_PATHS, check_max_tokens
-from .prompts import (
+from .llm.prompts import (
     ANSWER_INSTRUCTIONS,
     CONTEXT_TEMPLATE,
     EVIDENCE_INSTRUCTIONS,
     EVIDENCE_TEMPLATE,
     PASSAGE_INSTRUCTIONS,
 )
-from .tokens import TokenCounter, count_tokens
+from .llm.tokens import TokenCounter, count_tokens
+from .models import Entity, Relation, RetrievalResult, RetrievedItem, ScoredPath
+from .params import DEFAULT_CONTEXT_TOKENS, DEFAULT_KEY_PATHS, check_max_tokens
 
 __all__ = [
     "DEFAULT_CONTEXT_TOKENS",

@@ -1,6 +1,6 @@
 """Entity and relation extraction: build the prompts, call the model, parse its answers.
 
-The model answers in a plain-text tuple format (see :mod:`pathrag.prompts`)::
+The model answers in a plain-text tuple format (see :mod:`pathrag.llm.prompts`)::
 
     ("entity"<|>NAME<|>TYPE<|>DESCRIPTION)##
     ("relationship"<|>SOURCE<|>TARGET<|>DESCRIPTION<|>KEYWORDS<|>STRENGTH)##
@@ -51,7 +51,8 @@ from pathrag.names import (
     replace_surrogates,
     split_keywords,
 )
-from pathrag.prompts import (
+
+from .llm.prompts import (
     DEFAULT_ENTITY_TYPES,
     DEFAULT_LANGUAGE,
     EXAMPLE_TEMPLATE,
@@ -111,7 +112,7 @@ class ExtractionFormat:
             raise ValueError(f"delimiters must be distinct and non-empty, got {values!r}")
 
     def placeholders(self) -> dict[str, str]:
-        """The values of the delimiter placeholders of :mod:`pathrag.prompts`."""
+        """The values of the delimiter placeholders of :mod:`pathrag.llm.prompts`."""
         return {
             "tuple_delimiter": self.tuple_delimiter,
             "record_delimiter": self.record_delimiter,

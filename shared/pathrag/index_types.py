@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .extraction import ExtractionConfig
 from .ids import digest
+from .llm.tokens import TokenCounter
 from .names import replace_surrogates
-from .tokens import TokenCounter
 
 __all__ = [
     "INSERT_BATCH",

@@ -20,7 +20,7 @@ older JSON format is migrated on first open.
 :class:`PathRAGIndex` coordinates; each concern lives in its own module: where the index is kept in
 :mod:`pathrag.backend`, the typed document and chunk records and their rows in :mod:`pathrag.records`,
 the change set of a commit in :mod:`pathrag.staging`, the LLM calls (cache, retries, concurrency, usage)
-in :mod:`pathrag.llm_calls`, the rebuild of entities, relations and their vectors from the chunk records
+in :mod:`pathrag.llm.calls`, the rebuild of entities, relations and their vectors from the chunk records
 in :mod:`pathrag.rebuild` (merged by :func:`pathrag.merging.merge_records`), and what gets embedded under
 which id in :mod:`pathrag.vectors.items`; the values it takes and returns (:class:`Document`,
 :class:`IndexConfig`, the summaries) are :mod:`pathrag.index_types`, its embedder stand-ins
@@ -79,8 +79,8 @@ from .index_types import (
     iter_documents,
 )
 from .legacy import legacy_files
-from .llm import LanguageModel, RememberingLanguageModel, as_language_model
-from .llm_calls import LLMCaller, OperationCalls
+from .llm.calls import LLMCaller, OperationCalls
+from .llm.client import LanguageModel, RememberingLanguageModel, as_language_model
 from .merging import relation_key
 from .models import Entity, Relation
 from .names import check_name

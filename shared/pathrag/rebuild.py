@@ -18,12 +18,12 @@ from typing import Any, TypeVar
 from .errors import StoreDamaged
 from .graphs.base import GraphStore
 from .ids import digest, entity_vector_id, relation_vector_id
+from .llm.prompts import build_summary_prompt
+from .llm.tokens import TokenCounter, count_tokens
 from .merging import merge_records, relation_key
 from .models import Entity, Relation
 from .names import truncate
-from .prompts import build_summary_prompt
 from .records import RecordTables, StringTable, cited
-from .tokens import TokenCounter, count_tokens
 from .vectors.base import VectorIndex, VectorItem
 from .vectors.items import chunk_metadata, entity_vector_item, relation_vector_item
 
@@ -38,7 +38,7 @@ UNSUMMARISED_MAX_CHARS = 4_000
 """The most characters (about 1,000 tokens) of a description over the summary threshold that the graph keeps
 when no summary is made (no LLM, a failed call, an empty answer), and of a summary answer: the rest is cut and
 the text ends with `` …``. The chunk records keep every description whole, so a later rebuild with a working
-LLM summarises all of it (within :data:`pathrag.prompts.SUMMARY_INPUT_MAX_CHARS`)."""
+LLM summarises all of it (within :data:`pathrag.llm.prompts.SUMMARY_INPUT_MAX_CHARS`)."""
 
 
 @dataclass
@@ -55,7 +55,7 @@ class Summariser:
     """Replaces a merged description longer than ``threshold_tokens`` with an LLM summary, remembered in
     ``summaries`` by its exact prompt (so a rebuild of the same records never asks again).
 
-    Bounded on hostile input: the prompt is capped (see :func:`pathrag.prompts.build_summary_prompt`), and a
+    Bounded on hostile input: the prompt is capped (see :func:`pathrag.llm.prompts.build_summary_prompt`), and a
     long description that gets no summary, like a summary answer, is cut to :data:`UNSUMMARISED_MAX_CHARS`."""
 
     def __init__(

@@ -1,6 +1,6 @@
 """Query time, one way through: query → keywords → seeds → passages ↔ key paths → items.
 
-* **Keywords.** With an LLM, :data:`~pathrag.prompts.KEYWORDS_PROMPT` splits the question into
+* **Keywords.** With an LLM, :data:`~pathrag.llm.prompts.KEYWORDS_PROMPT` splits the question into
   high-level (themes) and low-level (names) keywords. Without one, or when its answer is unusable,
   the query text itself is the keyword: retrieval never dead-ends on the model.
 * **Seeds.** Each low-level keyword (else each high-level one) asks the entity index for its nearest
@@ -51,11 +51,11 @@ from .context import path_lookups, path_names, path_pairs, path_relations, rende
 from .graphs.base import GraphStore
 from .ids import retrieved_item_id
 from .linking import linked_names, name_spans
-from .llm import LanguageModel, as_language_model, complete_sync
+from .llm.client import LanguageModel, as_language_model, complete_sync
+from .llm.prompts import KEYWORDS_PROMPT
 from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
 from .params import RetrievalParams
 from .passage_rank import PassageRank, named_source, paths_source, ranked_ids, read_passages, similar_source, spread
-from .prompts import KEYWORDS_PROMPT
 from .pruning import afind_key_paths, find_key_paths
 from .query_paths import Chain, chain_relations, merge_chains, more_chains, weigh_relations
 from .steps import Step, Steps, arun, query_step, run

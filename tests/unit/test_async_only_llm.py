@@ -9,8 +9,8 @@ import logging
 import pytest
 
 from pathrag import Document, HashingEmbedder, Keywords, PathRAGIndex, retrieve
-from pathrag.llm import as_language_model, complete_sync
-from pathrag.prompts import KEYWORDS_PROMPT
+from pathrag.llm.client import as_language_model, complete_sync
+from pathrag.llm.prompts import KEYWORDS_PROMPT
 
 from ..fakes import ScriptedLLM
 

@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 from langchain_pathrag.cli import app, to_html, to_mermaid
 from pathrag import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
 from pathrag.demo import demo_data, load_questions
-from pathrag.prompts import EVIDENCE_INSTRUCTIONS
-from pathrag.tokens import approximate_token_count, count_tokens
+from pathrag.llm.prompts import EVIDENCE_INSTRUCTIONS
+from pathrag.llm.tokens import approximate_token_count, count_tokens
 
 DATA = Path(str(demo_data()))
 QUESTIONS = load_questions()

@@ -199,7 +199,7 @@ def any_answer(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_chunk_options_reach_the_splitter(tmp_path: Path, any_answer: None) -> None:
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    from pathrag.tokens import count_tokens
+    from pathrag.llm.tokens import count_tokens
 
     a = folder(tmp_path, "a", ("plan.md", PLAN))
     text = (a / "plan.md").read_text(encoding="utf-8")

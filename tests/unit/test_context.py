@@ -119,7 +119,7 @@ def _evidence_items():
 
 def test_evidence_layout_is_query_passages_ascending_then_paths_most_reliable_last():
     from pathrag.context import build_evidence_context, context_blocks
-    from pathrag.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, PASSAGE_INSTRUCTIONS
+    from pathrag.llm.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, PASSAGE_INSTRUCTIONS
 
     passages, new_fact, repeat = _evidence_items()
     ctx = build_evidence_context("Q?", [new_fact, *passages, repeat], token_counter=len)

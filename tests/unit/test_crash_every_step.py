@@ -23,7 +23,7 @@ import pytest
 
 import pathrag.sqlite.store as store_module
 from pathrag import Document, Entity, HashingEmbedder, IndexConfig, PathRAGIndex, Relation
-from pathrag.llm_calls import cache_key
+from pathrag.llm.calls import cache_key
 
 from ..fakes import ScriptedLLM
 

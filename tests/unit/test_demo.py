@@ -28,9 +28,9 @@ from pathrag.extraction import (
     build_gleaning_prompt,
     parse_answers,
 )
-from pathrag.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, KEYWORDS_PROMPT, build_summary_prompt
+from pathrag.llm.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, KEYWORDS_PROMPT, build_summary_prompt
+from pathrag.llm.tokens import count_tokens
 from pathrag.retrieval import parse_keywords
-from pathrag.tokens import count_tokens
 
 DATA = Path(str(demo_data()))
 

@@ -747,7 +747,7 @@ def test_dense_configuration_sends_passages_only_within_the_budget():
 
     from pathrag.demo import DEMO_PARAMS, open_demo_index
     from pathrag.evaluation import ConfigurationOptions
-    from pathrag.prompts import PASSAGE_INSTRUCTIONS
+    from pathrag.llm.prompts import PASSAGE_INSTRUCTIONS
 
     index, _ = open_demo_index()
     try:

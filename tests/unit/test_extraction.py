@@ -1,4 +1,4 @@
-"""Tests for pathrag.extraction and pathrag.prompts: parsing sloppy answers, prompts, gleaning."""
+"""Tests for pathrag.extraction and pathrag.llm.prompts: parsing sloppy answers, prompts, gleaning."""
 
 from __future__ import annotations
 
@@ -19,9 +19,7 @@ from pathrag.extraction import (
     parse_answers,
     parse_extraction,
 )
-from pathrag.models import Entity, Relation
-from pathrag.names import normalize_name, normalize_type
-from pathrag.prompts import (
+from pathrag.llm.prompts import (
     DEFAULT_ENTITY_TYPES,
     EXTRACTION_EXAMPLES,
     EXTRACTION_PROMPT,
@@ -29,6 +27,8 @@ from pathrag.prompts import (
     SUMMARY_PROMPT,
     build_summary_prompt,
 )
+from pathrag.models import Entity, Relation
+from pathrag.names import normalize_name, normalize_type
 
 
 def summary(result: ExtractionResult) -> tuple[list, list, list, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex
-from pathrag.prompts import SUMMARY_INPUT_MAX_CHARS, build_summary_prompt
+from pathrag.llm.prompts import SUMMARY_INPUT_MAX_CHARS, build_summary_prompt
 from pathrag.rebuild import UNSUMMARISED_MAX_CHARS
 
 pytestmark = pytest.mark.reliability

@@ -62,7 +62,7 @@ async def test_agent_calls_the_retriever_tool_and_answers_from_its_output():
 
 
 def test_the_tool_of_the_default_retriever_returns_at_most_k_documents_within_the_budget():
-    from pathrag.tokens import approximate_token_count
+    from pathrag.llm.tokens import approximate_token_count
 
     indexer = PathRAGIndexer(ScriptedChatModel(), embeddings())
     indexer.add_documents([HARBOUR, WALL])

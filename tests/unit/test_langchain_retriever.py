@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from langchain_pathrag import ENTITY_SEARCH_TAG, KEYWORDS_TAG, PathRAGIndexer, PathRAGRetriever
 from pathrag import Entity, HashingEmbedder, InMemoryVectorIndex, NetworkXGraphStore, Relation, VectorItem
-from pathrag.tokens import approximate_token_count
+from pathrag.llm.tokens import approximate_token_count
 
 from ..langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings
 

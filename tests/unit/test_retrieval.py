@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pathrag import Document, HashingEmbedder, IndexConfig, Keywords, PathRAGIndex, RetrievalParams, VectorHit
-from pathrag.llm import as_language_model
-from pathrag.prompts import KEYWORDS_PROMPT
+from pathrag.llm.client import as_language_model
+from pathrag.llm.prompts import KEYWORDS_PROMPT
 from pathrag.retrieval import parse_keywords, pick_seeds
 
 from ..fakes import ScriptedLLM

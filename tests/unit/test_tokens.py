@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from pathrag.tokens import approximate_token_count, count_tokens, default_token_counter
+from pathrag.llm.tokens import approximate_token_count, count_tokens, default_token_counter
 
 
 def test_approximation_counts_words_punctuation_and_cjk():
@@ -41,7 +41,7 @@ def refuse(*args, **kwargs):
     raise OSError("network disabled for this test")
 socket.socket.connect = refuse
 socket.getaddrinfo = refuse
-from pathrag.tokens import count_tokens
+from pathrag.llm.tokens import count_tokens
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     a = count_tokens("Alice met Bob.")

@@ -19,8 +19,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..context import PathContext, answer_prompt
-from ..llm import LanguageModel
-from ..tokens import TokenCounter, count_tokens
+from ..llm.client import LanguageModel
+from ..llm.tokens import TokenCounter, count_tokens
 from .calls import CallFailed, ModelCalls, collect_calls
 from .configurations import Configuration
 from .questions import Question, brief

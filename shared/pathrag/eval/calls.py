@@ -1,6 +1,6 @@
 """Every model call of an evaluation: journalled, reused, limited, retried, counted and priced.
 
-:class:`ModelCalls` asks through the core's :class:`~pathrag.llm_calls.LLMCaller` (concurrency limit,
+:class:`ModelCalls` asks through the core's :class:`~pathrag.llm.calls.LLMCaller` (concurrency limit,
 retries with back-off) and journals each answer in a :class:`~pathrag.files.Journal` the moment it
 arrives, with its token counts and latency. An answer already in the journal, or being asked for by
 another task, is reused: an interrupted run pays again only for the calls that were in flight.
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ..files import Journal
-from ..llm import LanguageModel
-from ..llm_calls import LLMCaller, OperationCalls, cache_key
-from ..tokens import TokenCounter, count_tokens
+from ..llm.calls import LLMCaller, OperationCalls, cache_key
+from ..llm.client import LanguageModel
+from ..llm.tokens import TokenCounter, count_tokens
 from .prompts import RETRY_SUFFIX
 
 __all__ = ["CallFailed", "CallRecord", "ModelCalls", "Pricing", "RecordedModel", "Usage", "collect_calls"]
@@ -142,7 +142,7 @@ class ModelCalls:
     ``"questions"``). Calls are made inside :meth:`session`, in the event loop of the run.
 
     >>> import asyncio
-    >>> from pathrag.llm import as_language_model
+    >>> from pathrag.llm.client import as_language_model
     >>> shout = as_language_model(lambda prompt: prompt.upper(), name="shout")
     >>> calls = ModelCalls()
     >>> async def twice():

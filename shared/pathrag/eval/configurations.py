@@ -18,11 +18,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..context import DEFAULT_CONTEXT_TOKENS, PathContext, build_evidence_context, result_context
-from ..llm import LanguageModel
+from ..llm.client import LanguageModel
+from ..llm.prompts import ANSWER_INSTRUCTIONS
+from ..llm.tokens import TokenCounter
 from ..models import RetrievedItem
-from ..prompts import ANSWER_INSTRUCTIONS
 from ..retrieval import RetrievalParams, RetrievalResult, aretrieve
-from ..tokens import TokenCounter
 from .questions import item_text
 
 if TYPE_CHECKING:

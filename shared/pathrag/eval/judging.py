@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..llm import LanguageModel
+from ..llm.client import LanguageModel
 from .answers import AnswerRecord
 from .calls import CallFailed, ModelCalls
 from .parsing import clean_text, json_value, loose_key

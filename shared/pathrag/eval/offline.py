@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 from typing_extensions import override
 
-from ..llm import LanguageModel
-from ..prompts import ANSWER_INSTRUCTIONS, KEYWORDS_PROMPT
+from ..llm.client import LanguageModel
+from ..llm.prompts import ANSWER_INSTRUCTIONS, KEYWORDS_PROMPT
 
 __all__ = ["OfflineEvalModel"]
 

@@ -25,9 +25,9 @@ from tqdm.auto import tqdm
 
 from .._sync import run_sync
 from ..files import Journal, atomic_write_text
-from ..llm import LanguageModel, as_language_model
+from ..llm.client import LanguageModel, as_language_model
+from ..llm.tokens import TokenCounter
 from ..retrieval import RetrievalParams
-from ..tokens import TokenCounter
 from .answers import AnswerRecord, answer
 from .calls import ModelCalls, Pricing
 from .configurations import (

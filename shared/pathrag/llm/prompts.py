@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from .names import truncate
+from ..names import truncate
 
 __all__ = [
     "DEFAULT_ENTITY_TYPES",

@@ -9,7 +9,7 @@ by running the coroutine (on a private thread when an event loop is already runn
 :func:`complete_sync` does the same for a model whose ``complete`` raises ``NotImplementedError``.
 
 >>> import asyncio
->>> from pathrag.llm import as_language_model
+>>> from pathrag.llm.client import as_language_model
 >>> llm = as_language_model(lambda prompt: prompt.upper(), name="shout")
 >>> asyncio.run(llm.acomplete("hi"))
 'HI'
@@ -24,7 +24,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 from typing_extensions import override
 
-from ._sync import run_sync
+from .._sync import run_sync
 
 __all__ = ["LanguageModel", "CallableLanguageModel", "as_language_model", "complete_sync"]
 

@@ -10,16 +10,26 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from typing import Protocol
 
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
-from .ids import digest
-from .llm import LanguageModel
-from .names import replace_surrogates
-from .records import StringTable
+from ..ids import digest
+from ..names import replace_surrogates
+from .client import LanguageModel
 from .tokens import TokenCounter, count_tokens
 
-__all__ = ["LLMCaller", "OperationCalls", "cache_key"]
+__all__ = ["AnswerCache", "LLMCaller", "OperationCalls", "cache_key"]
+
+
+class AnswerCache(Protocol):
+    """Where answers are kept by :func:`cache_key` (an index's LLM cache table)."""
+
+    def __contains__(self, key: object) -> bool: ...
+
+    def __getitem__(self, key: str) -> str: ...
+
+    def __setitem__(self, key: str, value: str) -> None: ...
 
 
 def cache_key(model_name: str, prompt: str) -> str:
@@ -45,7 +55,7 @@ class LLMCaller:
 
     def __init__(
         self,
-        cache: StringTable | None,
+        cache: AnswerCache | None,
         *,
         use_cache: bool = True,
         max_attempts: int = 4,

@@ -4,7 +4,7 @@ tiktoken downloads its encoding files on first use. Offline that fails; we then 
 approximately instead of raising. Anything that takes ``token_counter=`` accepts any
 ``str -> int`` callable, so the adapters can pass their framework's tokenizer.
 
->>> from pathrag.tokens import approximate_token_count
+>>> from pathrag.llm.tokens import approximate_token_count
 >>> approximate_token_count("Alice met Bob in Saltmere.")
 7
 """
