@@ -12,7 +12,7 @@ Then, on one committed snapshot, ``--repeats`` times with fresh seeds (38 unifor
 
 * ``find_key_paths(graph, seeds)`` with the default retrieval settings: wall time, its hops
   (``SQLiteGraphStore.neighborhoods`` calls) with the time and statements of each;
-* the passage ranking of a retrieval (``pathrag.retrieval._ranked_passages``: the flow from the best
+* the passage ranking of a retrieval (``pathrag.query.retrieval._ranked_passages``: the flow from the best
   passage's entities, the reached entities and passages' texts), time and statements, with the hits of the
   chunk search given (searched once beforehand: the vector search is another part of the issue);
 * once: the degree of every entity, as ``pathrag stats`` asks it (``neighborhoods`` of every name with
@@ -42,7 +42,8 @@ from typing import Any
 from pathrag import HashingEmbedder, Relation, RetrievalParams, find_key_paths
 from pathrag.backend import SQLiteBackend
 from pathrag.models import Entity
-from pathrag.retrieval import _ranked_passages, _run
+from pathrag.query.retrieval import _ranked_passages
+from pathrag.query.steps import run as _run
 from pathrag.sqlite import SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex
 from pathrag.vectors.base import VectorItem
 

@@ -27,7 +27,7 @@ from path_retrieval import barabasi_albert_graph, powerlaw_configuration_graph  
 
 from llama_index_pathrag.graph import CypherPropertyGraphAdapter, PropertyGraphStoreAdapter, cypher_runner  # noqa: E402
 from pathrag import find_key_paths  # noqa: E402
-from pathrag.context import build_path_texts  # noqa: E402
+from pathrag.query.context import build_path_texts  # noqa: E402
 from tests.integration.falkordb_server import start_server, stop_server  # noqa: E402
 
 

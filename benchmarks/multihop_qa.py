@@ -67,10 +67,10 @@ from multihop_peers import Fact, FactGraph, lightrag_sections, openie_facts, rel
 from tqdm import tqdm
 
 from pathrag import Document, HashingEmbedder, NetworkXGraphStore, PathRAGIndex, RetrievedItem
-from pathrag.context import PathContext, build_evidence_context, items_context, result_context
 from pathrag.importers import import_openie
 from pathrag.llm.tokens import count_tokens
-from pathrag.retrieval import pick_seeds
+from pathrag.query.context import PathContext, build_evidence_context, items_context, result_context
+from pathrag.query.retrieval import pick_seeds
 
 BUDGETS = (300, 600, 1200, 2400)
 METHODS = (

@@ -6,7 +6,7 @@ Run: python examples/key_paths.py
 from __future__ import annotations
 
 from pathrag import Entity, NetworkXGraphStore, Relation, find_key_paths
-from pathrag.context import build_context, build_path_texts
+from pathrag.query.context import build_context, build_path_texts
 
 ENTITIES = [
     ("MARA VELLO", "person", "Harbour pilot of Saltmere who guides ships through the shoals."),

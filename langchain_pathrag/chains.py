@@ -1,7 +1,7 @@
 """The answering prompt and an LCEL chain: question → retrieved evidence → prompt → model → answer.
 
-The context is laid out by the core's one builder (:func:`pathrag.context.items_context`, what
-:func:`pathrag.context.result_context` uses, in the layout the retriever's documents were retrieved
+The context is laid out by the core's one builder (:func:`pathrag.query.context.items_context`, what
+:func:`pathrag.query.context.result_context` uses, in the layout the retriever's documents were retrieved
 for): the question first, then the passages from least to most relevant, then the paths from least to
 most reliable (the most reliable right before the instructions). Its wording is the core's (:mod:`pathrag.llm.prompts`).
 
@@ -28,7 +28,7 @@ from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableParallel, RunnablePassthrough
 
 from pathrag import RetrievedItem, ScoredPath
-from pathrag.context import DEFAULT_CONTEXT_TOKENS, PathContext, format_path_blocks, items_context
+from pathrag.query.context import DEFAULT_CONTEXT_TOKENS, PathContext, format_path_blocks, items_context
 
 __all__ = ["PATHRAG_PROMPT", "create_pathrag_chain", "format_context", "format_paths"]
 
@@ -117,7 +117,7 @@ def create_pathrag_chain(
 
     Returns the answer string, or with ``return_paths=True`` a dict ``{"question", "paths", "answer"}``
     where ``paths`` are the retrieved documents (best first). ``max_tokens`` bounds the context, as
-    :func:`pathrag.context.result_context` does (default 4,000 tokens; ``None``: no limit). ``invoke``,
+    :func:`pathrag.query.context.result_context` does (default 4,000 tokens; ``None``: no limit). ``invoke``,
     ``ainvoke``, ``batch``, ``stream`` and ``astream`` all work; streaming yields the answer as the model
     writes it.
 

@@ -2,8 +2,8 @@
 
 ``k`` documents at most (LangChain's convention, default 4), within the retrieval's token budget
 (``max_tokens``, default 4,000): the items the core's context would show first, in its order (the best
-path, then passages, then further paths and entity fill; :mod:`pathrag.context`), returned best first.
-The work is the core's (:func:`pathrag.retrieval.retrieve`); this module translates parameters,
+path, then passages, then further paths and entity fill; :mod:`pathrag.query.context`), returned best first.
+The work is the core's (:func:`pathrag.query.retrieval.retrieve`); this module translates parameters,
 callbacks and results.
 
 >>> from langchain_core.vectorstores import InMemoryVectorStore
@@ -44,7 +44,7 @@ from pathrag import (
     as_graph_store,
     retrieve,
 )
-from pathrag.context import result_context
+from pathrag.query.context import result_context
 
 from .adapters import LangChainLanguageModel, LangChainVectorIndex
 
@@ -122,7 +122,7 @@ class PathRAGRetriever(BaseRetriever):
     holds ``kind`` (``"path"``, ``"entity"`` or ``"passage"``), ``id``, ``score``, ``nodes``, ``hops`` and
     ``source_ids`` (the chunk ids behind it). An empty query gives ``[]``; a non-string, a ``TypeError``;
     ``k`` below 1, a ``ValueError``. :func:`format_context` lays them out exactly as the core's
-    :func:`pathrag.context.result_context`.
+    :func:`pathrag.query.context.result_context`.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -1,7 +1,7 @@
 """``PathRAGIndexRetriever``: a pathrag store (made by ``pathrag index``, LangChain or the core) as a retriever.
 
 The core does the work: :meth:`pathrag.PathRAGIndex.retrieve` (or ``aretrieve``) and the budgeted context
-of :func:`pathrag.context.result_context`; this class turns the items that context shows into
+of :func:`pathrag.query.context.result_context`; this class turns the items that context shows into
 ``NodeWithScore`` (the same nodes as :class:`~llama_index_pathrag.PathRAGRetriever`'s, so
 :class:`~llama_index_pathrag.PathRAGContextPostprocessor` and :data:`~llama_index_pathrag.PATHRAG_QA_TEMPLATE`
 lay them out as the core does). :meth:`PathRAGIndexRetriever.from_store` opens a store directory with the

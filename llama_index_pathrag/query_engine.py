@@ -1,7 +1,7 @@
 """The answering side: the QA prompt, the node layout that feeds it, and a ready query engine.
 
 The prompt is the core's, to the character: :class:`PathRAGContextPostprocessor` lays the retrieved
-nodes out with :func:`pathrag.context.items_context` (the one builder the CLI and LangChain use too:
+nodes out with :func:`pathrag.query.context.items_context` (the one builder the CLI and LangChain use too:
 question first, passages least to most relevant, paths least to most reliable, the most reliable last,
 within ``max_tokens``) and gives each node its block of that text; :data:`PATHRAG_QA_TEMPLATE` puts the
 question before them and the core's answer instructions after. With the default ``compact`` mode the
@@ -26,8 +26,8 @@ from llama_index.core.settings import Settings
 from typing_extensions import override
 
 from pathrag import RetrievedItem
-from pathrag.context import DEFAULT_CONTEXT_TOKENS, context_blocks, instructions_for, items_context
 from pathrag.llm.prompts import EVIDENCE_TEMPLATE
+from pathrag.query.context import DEFAULT_CONTEXT_TOKENS, context_blocks, instructions_for, items_context
 
 from .retriever import PathRAGRetriever
 
@@ -66,7 +66,7 @@ def item_from_node(found: NodeWithScore) -> RetrievedItem:
 
 
 class PathRAGContextPostprocessor(BaseNodePostprocessor):
-    """Lay the nodes out as the core does (:func:`pathrag.context.items_context`, within ``max_tokens``):
+    """Lay the nodes out as the core does (:func:`pathrag.query.context.items_context`, within ``max_tokens``):
     what fits, in display order, each node's LLM view (``get_content("llm")``) its block of the core's
     context; the node's own text and metadata stay as retrieved.
 
@@ -121,7 +121,7 @@ class PathOrderPostprocessor(BaseNodePostprocessor):
     """Order nodes ascending by score, so the most reliable path comes last in the prompt.
 
     Equal scores keep the retriever's tie-break, reversed: of two equally reliable paths, the one the
-    retriever ranked first ends up last, as in :func:`pathrag.context.build_context`.
+    retriever ranked first ends up last, as in :func:`pathrag.query.context.build_context`.
 
     >>> from llama_index.core.schema import TextNode
     >>> ranked = [("best", 0.9), ("tie, ranked first", 0.5), ("tie, ranked second", 0.5), ("weak", 0.2)]
@@ -165,7 +165,7 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
 
         ``llm`` answers (default ``Settings.llm``). ``keyword_llm``: ``True`` asks ``llm`` for the query's
         keywords, ``False`` searches with the query text, or pass another LLM. ``max_tokens`` bounds the
-        context as :func:`pathrag.context.result_context` does. ``retriever_params`` go to
+        context as :func:`pathrag.query.context.result_context` does. ``retriever_params`` go to
         :class:`PathRAGRetriever` (``similarity_top_k``, ``relation_index``, ``top_k``, ``num_seeds``,
         ``alpha``, ``theta``, ``max_hops``, ``paths_per_pair``, ``directed``, ``context``, ``num_passages``,
         ``passage_retriever``, ``ignore_relations``, ``vector_store``, ``embed_model``); the vector store and

@@ -1,6 +1,6 @@
 """``PathRAGRetriever``: PathRAG's key paths as a property-graph sub-retriever.
 
-One query runs the core's :func:`pathrag.retrieval.retrieve` (or ``aretrieve``) unchanged: keywords
+One query runs the core's :func:`pathrag.query.retrieval.retrieve` (or ``aretrieve``) unchanged: keywords
 (from ``llm``, else the query text) → seed entities by vector search → flow-pruned key paths over the
 graph (:class:`~llama_index_pathrag.graph.PropertyGraphStoreAdapter`) → path texts. The adapter supplies
 the graph; this module supplies the seeds and the keyword model:
@@ -8,17 +8,17 @@ the graph; this module supplies the seeds and the keyword model:
 * seeds come from the graph store's own vector search when it has one (``supports_vector_queries``),
   else from ``vector_store``, where ``PropertyGraphIndex`` keeps entity embeddings
   (``index.vector_store``); ``embed_model`` embeds the keywords (default ``Settings.embed_model``);
-* the result is one ``NodeWithScore`` per item the core's context shows first (:mod:`pathrag.context`):
+* the result is one ``NodeWithScore`` per item the core's context shows first (:mod:`pathrag.query.context`):
   paths (score = reliability), passages and, when fewer than ``top_k`` paths exist, the best seeds not on
   a path (score 0), best first, at most ``similarity_top_k`` of them (``None``: no cap) and within the
   retrieval's token budget ``max_tokens`` (default 4,000; ``None``: no limit);
 * with ``relation_index`` (a :class:`pathrag.VectorIndex` of relation vectors, e.g. a pathrag store's),
-  the evidence context's paths are query-aware (:mod:`pathrag.query_paths`); without it, they are the
+  the evidence context's paths are query-aware (:mod:`pathrag.query.query_paths`); without it, they are the
   paper's key paths between the seeds (property-graph stores keep no relation vectors);
 * with ``passage_retriever`` (any LlamaIndex retriever over the same chunks, e.g.
   ``VectorStoreIndex(nodes).as_retriever(similarity_top_k=100)``) and ``context="evidence"`` (the
   default), the source passages follow, ranked with the flow as in the core
-  (:mod:`pathrag.passage_rank`); a chunk's ``pathrag_extracted`` metadata (written by
+  (:mod:`pathrag.query.passage_rank`); a chunk's ``pathrag_extracted`` metadata (written by
   :class:`~llama_index_pathrag.PathRAGExtractor`) names the entities the flow passes through to reach
   further passages (a retriever has no ``get``: passages it did not return are left out).
 
@@ -50,7 +50,7 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore, Vector
 from typing_extensions import override
 
 from pathrag import RetrievalParams, RetrievalResult, VectorHit, VectorIndex, aretrieve, retrieve
-from pathrag.context import result_context
+from pathrag.query.context import result_context
 
 from .extractor import EXTRACTED_KEY
 from .graph import DEFAULT_IGNORED_RELATIONS, CypherPropertyGraphAdapter, PropertyGraphStoreAdapter, cypher_runner

@@ -1,6 +1,6 @@
 """A slow, literal transcription of the pruning spec, used as the oracle in property tests.
 
-It shares no code with pathrag.pruning: whole-graph traversal, networkx's simple-path enumeration.
+It shares no code with pathrag.query.pruning: whole-graph traversal, networkx's simple-path enumeration.
 """
 
 from __future__ import annotations

@@ -300,7 +300,7 @@ def query(
             f"answering needs a language model: {NO_KEY}, or add --context-only to print the prompt that would be sent"
         )
     llm = replay_llm(replay) or (language_model(chat) if chat else None)
-    from pathrag.context import answer_prompt, result_context
+    from pathrag.query.context import answer_prompt, result_context
 
     from .store import opened
 

@@ -22,8 +22,8 @@ from pathrag.llm.tokens import approximate_token_count, count_tokens, default_to
 if TYPE_CHECKING:  # the core is imported when a command runs, not for ``pathrag --help``
     import pathrag
     from pathrag import PathRAGIndex, RetrievalResult
-    from pathrag.context import PathContext
     from pathrag.demo import QuestionRun
+    from pathrag.query.context import PathContext
 
 __all__ = [
     "Subgraph",
@@ -442,7 +442,7 @@ def to_html(
     """A self-contained HTML page (inline SVG, no scripts, no external links) of the retrieved subgraph: the
     best path first as text and highlighted in the picture, every edge with a short relation caption where
     it fits (every relation in its tooltip), whole names (wrapped, or in the tooltip), then all key paths."""
-    from pathrag.context import render_entity
+    from pathrag.query.context import render_entity
 
     esc = html.escape
     best = [str(n) for n in result.key_paths[0].nodes] if result.key_paths else []

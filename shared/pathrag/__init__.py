@@ -36,14 +36,14 @@ _EXPORTS = {
     "ScoredPath": "models",
     "PathParams": "params",
     "RetrievalParams": "params",
-    "afind_key_paths": "pruning",
-    "apropagate_resources": "pruning",
-    "aspread_resources": "pruning",
-    "find_key_paths": "pruning",
-    "propagate_resources": "pruning",
-    "spread_resources": "pruning",
-    "aretrieve": "retrieval",
-    "retrieve": "retrieval",
+    "afind_key_paths": "query.pruning",
+    "apropagate_resources": "query.pruning",
+    "aspread_resources": "query.pruning",
+    "find_key_paths": "query.pruning",
+    "propagate_resources": "query.pruning",
+    "spread_resources": "query.pruning",
+    "aretrieve": "query.retrieval",
+    "retrieve": "query.retrieval",
     "Embedder": "vectors.base",
     "HashingEmbedder": "vectors.hashing",
     "InMemoryVectorIndex": "vectors.memory",
@@ -60,7 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .llm.client import LanguageModel, as_language_model
     from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
     from .params import PathParams, RetrievalParams
-    from .pruning import (
+    from .query.pruning import (
         afind_key_paths,
         apropagate_resources,
         aspread_resources,
@@ -68,7 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover
         propagate_resources,
         spread_resources,
     )
-    from .retrieval import aretrieve, retrieve
+    from .query.retrieval import aretrieve, retrieve
     from .vectors.base import Embedder, VectorHit, VectorIndex, VectorItem
     from .vectors.hashing import HashingEmbedder
     from .vectors.memory import InMemoryVectorIndex

@@ -33,12 +33,12 @@ try:
 except ImportError:  # Python 3.10
     from importlib.abc import Traversable
 
-from .context import PathContext, answer_prompt, result_context
 from .extraction import parse_answers
 from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
 from .llm.client import LanguageModel
 from .llm.prompts import ANSWER_INSTRUCTIONS, KEYWORDS_PROMPT, SUMMARY_PROMPT
-from .retrieval import RetrievalParams, RetrievalResult
+from .query.context import PathContext, answer_prompt, result_context
+from .query.retrieval import RetrievalParams, RetrievalResult
 from .vectors.base import Embedder
 from .vectors.hashing import HashingEmbedder
 

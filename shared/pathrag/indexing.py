@@ -84,9 +84,9 @@ from .llm.client import LanguageModel, RememberingLanguageModel, as_language_mod
 from .merging import relation_key
 from .models import Entity, Relation
 from .names import check_name
+from .query.retrieval import RetrievalResult, aretrieve, retrieve
 from .rebuild import Rebuilt, Summariser, rebuild, sync_chunk_vectors
 from .records import ChunkRecord, DocumentRecord, cited
-from .retrieval import RetrievalResult, aretrieve, retrieve
 from .sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, store_exists, write_snapshot
 from .staging import Staged
 from .vectors.base import Embedder, VectorIndex, VectorItem
@@ -470,7 +470,7 @@ class PathRAGIndex:
         return run_sync(self.aadd_records(document_id, entities, relations, **vector_items_and_vectors))
 
     def retrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
-        """Key paths and source passages for ``query`` from this index (see :func:`pathrag.retrieval.retrieve`).
+        """Key paths and source passages for ``query`` from this index (see :func:`pathrag.query.retrieval.retrieve`).
 
         The index's LLM extracts the query keywords unless ``keyword_llm=False``. The answer comes from one
         committed state, whatever writes run meanwhile (see :meth:`aread_committed`); a read that is run

@@ -93,7 +93,7 @@ class ScoredPath(BaseModel):
     A key path of the paper's search (:func:`~pathrag.find_key_paths`) runs between two seed entities,
     from the seed whose propagation scored it to the other one; ``resources`` holds each node's resource
     in that propagation, so that ``score == sum(resources) / hops``. A query-aware path of the evidence
-    context (:mod:`pathrag.query_paths`) is a chain of relations like the question, scored by the sum of
+    context (:mod:`pathrag.query.query_paths`) is a chain of relations like the question, scored by the sum of
     their weights, with no ``resources``. Nodes are entity names for a :class:`~pathrag.GraphStore`, and
     a networkx graph's own nodes (any hashable: ints, tuples...) for a graph passed to
     :func:`~pathrag.find_key_paths` directly.
@@ -217,9 +217,9 @@ class RetrievalResult:
     """Everything a query produced: key paths best first, then entity fill, then passages best first.
 
     ``context`` is the layout it was retrieved for (``"evidence"`` or ``"paths"``, see
-    :mod:`pathrag.context`), ``max_tokens`` the budget it was retrieved for (``None``: no limit), and
+    :mod:`pathrag.query.context`), ``max_tokens`` the budget it was retrieved for (``None``: no limit), and
     ``top_k`` the number of key paths it asked for (the evidence layout alternates them with the passages),
-    which :func:`pathrag.context.result_context` applies unless told otherwise.
+    which :func:`pathrag.query.context.result_context` applies unless told otherwise.
     """
 
     query: str

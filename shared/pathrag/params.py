@@ -149,10 +149,10 @@ class PathParams:
 class RetrievalParams(PathParams):
     """A retrieval's settings: the path search's (:class:`PathParams`) and what a retrieval adds.
 
-    ``context`` picks what is retrieved and how :func:`pathrag.context.result_context` lays it out:
+    ``context`` picks what is retrieved and how :func:`pathrag.query.context.result_context` lays it out:
     ``"evidence"`` (default) retrieves query-aware key paths, chains of the relations most like the
     question, and up to ``num_passages`` candidate source passages ranked with the flow (see
-    :mod:`pathrag.retrieval`); ``"paths"`` is the paper's paths-only retrieval.
+    :mod:`pathrag.query.retrieval`); ``"paths"`` is the paper's paths-only retrieval.
 
     Attributes:
         num_seeds: seed entities picked from the query's keywords (the paper's N=40; >= 0).

@@ -666,7 +666,7 @@ def test_console_script_errors_in_one_line(tmp_path: Path) -> None:
 
 
 def test_query_without_max_tokens_keeps_the_default_budget(store: Path) -> None:
-    from pathrag.context import DEFAULT_CONTEXT_TOKENS
+    from pathrag.query.context import DEFAULT_CONTEXT_TOKENS
 
     out = run("query", Q1.question, "--store", store, "--context-only", "--replay", DATA, *DEMO_KNOBS).stdout
     context = out[: out.rindex("\n\nAnswer the question above")]

@@ -6,7 +6,7 @@ import networkx as nx
 import pytest
 
 from pathrag import Entity, NetworkXGraphStore, Relation, RetrievedItem, ScoredPath, find_key_paths
-from pathrag.context import abuild_path_texts, build_context, build_path_texts, render_path
+from pathrag.query.context import abuild_path_texts, build_context, build_path_texts, render_path
 
 
 @pytest.fixture
@@ -118,8 +118,8 @@ def _evidence_items():
 
 
 def test_evidence_layout_is_query_passages_ascending_then_paths_most_reliable_last():
-    from pathrag.context import build_evidence_context, context_blocks
     from pathrag.llm.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, PASSAGE_INSTRUCTIONS
+    from pathrag.query.context import build_evidence_context, context_blocks
 
     passages, new_fact, repeat = _evidence_items()
     ctx = build_evidence_context("Q?", [new_fact, *passages, repeat], token_counter=len)
@@ -138,7 +138,7 @@ def test_evidence_layout_is_query_passages_ascending_then_paths_most_reliable_la
 
 
 def test_evidence_budget_alternates_key_paths_and_passages_and_a_repeating_path_waits():
-    from pathrag.context import build_evidence_context
+    from pathrag.query.context import build_evidence_context
 
     passages, new_fact, repeat = _evidence_items()
     mid = RetrievedItem("path", "p-mid", "A -> X", 1.3, ("A", "X"), ("c7",), ScoredPath(nodes=("A", "X"), score=1.3))
@@ -163,7 +163,7 @@ def test_evidence_budget_alternates_key_paths_and_passages_and_a_repeating_path_
 
 
 def test_evidence_max_items_keeps_the_first_items_of_the_order():
-    from pathrag.context import build_evidence_context
+    from pathrag.query.context import build_evidence_context
 
     passages, new_fact, repeat = _evidence_items()
     items = [repeat, *passages, new_fact]

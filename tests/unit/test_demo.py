@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from pathrag import HashingEmbedder, PathRAGIndex, RetrievalParams, as_language_model
-from pathrag.context import DEFAULT_CONTEXT_TOKENS
 from pathrag.demo import (
     DEMO_PARAMS,
     ReplayLLM,
@@ -30,7 +29,8 @@ from pathrag.extraction import (
 )
 from pathrag.llm.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, KEYWORDS_PROMPT, build_summary_prompt
 from pathrag.llm.tokens import count_tokens
-from pathrag.retrieval import parse_keywords
+from pathrag.query.context import DEFAULT_CONTEXT_TOKENS
+from pathrag.query.retrieval import parse_keywords
 
 DATA = Path(str(demo_data()))
 

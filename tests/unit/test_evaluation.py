@@ -722,9 +722,9 @@ def test_eval_command_errors_are_one_line(demo_store, tmp_path):
 
 
 def test_built_in_configurations_send_what_pathrag_query_sends(tmp_path):
-    from pathrag.context import answer_prompt, result_context
     from pathrag.demo import DEMO_PARAMS, open_demo_index
     from pathrag.evaluation import ConfigurationOptions
+    from pathrag.query.context import answer_prompt, result_context
 
     question = Question("How is the engineer Cassian Drove connected to the Lantern Guild losing its hall?")
     index, _ = open_demo_index()

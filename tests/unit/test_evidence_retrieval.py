@@ -20,15 +20,15 @@ from pathrag import (
     aretrieve,
     aspread_resources,
     find_key_paths,
-    passage_rank,
     propagate_resources,
     retrieve,
     spread_resources,
 )
-from pathrag.context import result_context
 from pathrag.graphs.base import Neighborhood
-from pathrag.passage_rank import PassageRank
-from pathrag.steps import run
+from pathrag.query import passage_rank
+from pathrag.query.context import result_context
+from pathrag.query.passage_rank import PassageRank
+from pathrag.query.steps import run
 from pathrag.vectors.items import chunk_metadata, entity_vector_item, relation_vector_item
 
 # -- spread_resources is the sum of each start's propagation -------------------------------------------

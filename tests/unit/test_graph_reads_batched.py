@@ -16,9 +16,9 @@ import pytest
 
 from pathrag import HashingEmbedder, NetworkXGraphStore, PathRAGIndex, Relation
 from pathrag.models import Entity
-from pathrag.passage_rank import PassageRank, named_source, ranked_ids, similar_source, spread
+from pathrag.query.passage_rank import PassageRank, named_source, ranked_ids, similar_source, spread
+from pathrag.query.steps import run
 from pathrag.sqlite import SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex
-from pathrag.steps import run
 from pathrag.vectors.base import VectorHit, VectorItem
 
 

@@ -11,8 +11,8 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from langchain_pathrag import PATHRAG_PROMPT, PathRAGIndexer, create_pathrag_chain, format_paths
-from pathrag.context import answer_prompt, result_context
 from pathrag.llm.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS
+from pathrag.query.context import answer_prompt, result_context
 
 from ..langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings
 

@@ -76,7 +76,7 @@ def test_k_is_the_number_of_documents_in_both_layouts():
 
 
 def test_the_token_budget_bounds_what_the_documents_hold():
-    from pathrag.context import DEFAULT_CONTEXT_TOKENS, result_context
+    from pathrag.query.context import DEFAULT_CONTEXT_TOKENS, result_context
 
     for budget in (150, 600, None):
         docs = indexer().as_retriever(k=100, max_tokens=budget).invoke(QUESTION)

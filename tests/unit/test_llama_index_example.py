@@ -11,8 +11,8 @@ import pytest
 
 from llama_index_pathrag import HashingEmbedding, PathRAGRetriever
 from pathrag import retrieve
-from pathrag.context import result_context
 from pathrag.demo import DEMO_PARAMS, ReplayLLM, load_questions, open_demo_index
+from pathrag.query.context import result_context
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "llama_index_quickstart.py"
 

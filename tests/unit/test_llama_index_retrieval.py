@@ -28,8 +28,8 @@ from llama_index_pathrag import (
     PathRAGRetriever,
 )
 from llama_index_pathrag.query_engine import item_from_node
-from pathrag.context import answer_prompt, build_context, build_path_texts, items_context
 from pathrag.llm.prompts import EVIDENCE_INSTRUCTIONS
+from pathrag.query.context import answer_prompt, build_context, build_path_texts, items_context
 
 from ..llama_index_fakes import ANSWER, ScriptedLlamaLLM
 

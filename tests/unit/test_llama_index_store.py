@@ -17,9 +17,9 @@ from llama_index_pathrag import (
     PathRAGIndexRetriever,
 )
 from pathrag import HashingEmbedder, PathRAGIndex
-from pathrag.context import answer_prompt, result_context
 from pathrag.demo import load_questions, open_demo_index
 from pathrag.indexing import MissingEmbedderError
+from pathrag.query.context import answer_prompt, result_context
 
 from ..fakes import EndpointNamed
 from ..llama_index_fakes import ScriptedLlamaLLM

@@ -13,8 +13,8 @@ import pytest
 import pytest_socket
 
 from pathrag import HashingEmbedder, NetworkXGraphStore, PathRAGIndex, find_key_paths
-from pathrag.context import result_context
 from pathrag.importers import import_openie
+from pathrag.query.context import result_context
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = Path(__file__).parents[1] / "fixtures" / "musique_small"

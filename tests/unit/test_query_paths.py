@@ -20,9 +20,9 @@ from pathrag import (
     find_key_paths,
     retrieve,
 )
-from pathrag.context import result_context
-from pathrag.linking import linked_names, name_spans
-from pathrag.query_paths import Chain, WeightedRelation, chain_relations, merge_chains, weigh_relations
+from pathrag.query.context import result_context
+from pathrag.query.linking import linked_names, name_spans
+from pathrag.query.query_paths import Chain, WeightedRelation, chain_relations, merge_chains, weigh_relations
 from pathrag.vectors.items import chunk_metadata, entity_vector_item, relation_vector_item
 
 # -- linking -------------------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ def test_relations_chain_from_the_named_entity_and_extend_at_the_ends():
 
 def _chains_by_trying_every_path(weighted, origins, max_paths, max_hops):
     """The chaining rule written plainly: each relation offered to every path in opening order."""
-    from pathrag.query_paths import _extend, _other
+    from pathrag.query.query_paths import _extend, _other
 
     chains = []
     for item in weighted:

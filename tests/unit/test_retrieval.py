@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from pathrag import Document, HashingEmbedder, IndexConfig, Keywords, PathRAGIndex, RetrievalParams, VectorHit
 from pathrag.llm.client import as_language_model
 from pathrag.llm.prompts import KEYWORDS_PROMPT
-from pathrag.retrieval import parse_keywords, pick_seeds
+from pathrag.query.retrieval import parse_keywords, pick_seeds
 
 from ..fakes import ScriptedLLM
 

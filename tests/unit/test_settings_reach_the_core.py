@@ -3,8 +3,8 @@
 ``CHANGED`` gives each field of :class:`pathrag.RetrievalParams` a value other than its default; a test
 fails until a new field is added there, and then proves that the LangChain retriever (constructor and
 per call), the LlamaIndex retriever and the command line (``--param``) all hand it to the core. What
-reaches the core is the settings the retrieval itself (``pathrag.retrieval._retrieval``, what
-:func:`~pathrag.retrieval.retrieve` and :func:`~pathrag.retrieval.aretrieve` run) is given.
+reaches the core is the settings the retrieval itself (``pathrag.query.retrieval._retrieval``, what
+:func:`~pathrag.query.retrieval.retrieve` and :func:`~pathrag.query.retrieval.aretrieve` run) is given.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from langchain_core.vectorstores import InMemoryVectorStore
 from typer.testing import CliRunner
 
-import pathrag.retrieval
+import pathrag.query.retrieval
 from langchain_pathrag import PathRAGEmbeddings, PathRAGIndexer, PathRAGRetriever
 from langchain_pathrag.cli import app
 from llama_index_pathrag import HashingEmbedding
@@ -56,13 +56,13 @@ def test_every_setting_has_a_changed_value_and_one_place_holds_the_defaults() ->
 def reached(monkeypatch: pytest.MonkeyPatch) -> list[RetrievalParams]:
     """The settings each retrieval is run with, in order."""
     seen: list[RetrievalParams] = []
-    retrieval = pathrag.retrieval._retrieval
+    retrieval = pathrag.query.retrieval._retrieval
 
     def recording(*arguments):  # the settings are its last argument
         seen.append(arguments[-1])
         return retrieval(*arguments)
 
-    monkeypatch.setattr(pathrag.retrieval, "_retrieval", recording)
+    monkeypatch.setattr(pathrag.query.retrieval, "_retrieval", recording)
     return seen
 
 

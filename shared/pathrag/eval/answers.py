@@ -1,7 +1,7 @@
 """One configuration answering one question: its retrieval, the answer prompt, the answer, and their cost.
 
 The configuration's context function retrieves (its keyword calls are collected, see
-:func:`~pathrag.eval.calls.collect_calls`); a :class:`~pathrag.context.PathContext` is answered with its
+:func:`~pathrag.eval.calls.collect_calls`); a :class:`~pathrag.query.context.PathContext` is answered with its
 own instructions, exactly as ``pathrag query`` sends it, plain text with the configuration's prompt. A
 failure costs that answer, never the run: the :class:`AnswerRecord` says what went wrong.
 
@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..context import PathContext, answer_prompt
 from ..llm.client import LanguageModel
 from ..llm.tokens import TokenCounter, count_tokens
+from ..query.context import PathContext, answer_prompt
 from .calls import CallFailed, ModelCalls, collect_calls
 from .configurations import Configuration
 from .questions import Question, brief

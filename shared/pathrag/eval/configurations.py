@@ -17,12 +17,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ..context import DEFAULT_CONTEXT_TOKENS, PathContext, build_evidence_context, result_context
 from ..llm.client import LanguageModel
 from ..llm.prompts import ANSWER_INSTRUCTIONS
 from ..llm.tokens import TokenCounter
 from ..models import RetrievedItem
-from ..retrieval import RetrievalParams, RetrievalResult, aretrieve
+from ..query.context import DEFAULT_CONTEXT_TOKENS, PathContext, build_evidence_context, result_context
+from ..query.retrieval import RetrievalParams, RetrievalResult, aretrieve
 from .questions import item_text
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ ContextFunction = Callable[[str], "str | PathContext | Awaitable[str | PathConte
 
 def shared_answer_prompt(context: str) -> str:
     """The answer prompt every configuration shares: its context, then pathrag's answer instructions
-    (exactly what :func:`pathrag.context.answer_prompt` sends for a path context).
+    (exactly what :func:`pathrag.query.context.answer_prompt` sends for a path context).
 
     >>> shared_answer_prompt("Passage 1: ...").startswith("Passage 1: ...\\n\\nAnswer the question")
     True
@@ -67,8 +67,8 @@ class Configuration:
 
     ``prompt`` turns the context text into the answer prompt; keep the shared one so that only retrieval
     differs between configurations. A ``context`` function may also return a
-    :class:`~pathrag.context.PathContext`: it is then answered with
-    :func:`pathrag.context.answer_prompt`, exactly what ``pathrag query`` sends. A sync ``context`` runs
+    :class:`~pathrag.query.context.PathContext`: it is then answered with
+    :func:`pathrag.query.context.answer_prompt`, exactly what ``pathrag query`` sends. A sync ``context`` runs
     in a worker thread.
     """
 
@@ -156,7 +156,7 @@ def path_configuration(
     **overrides: Any,
 ) -> Configuration:
     """A configuration that retrieves from ``index`` as ``PathRAGIndex.aretrieve`` does and lays the result
-    out with ``render`` (default: :func:`pathrag.context.result_context` within ``options.max_tokens``, so
+    out with ``render`` (default: :func:`pathrag.query.context.result_context` within ``options.max_tokens``, so
     the answer prompt is exactly what ``pathrag query`` sends).
 
     ``overrides`` are :class:`~pathrag.RetrievalParams` fields applied on top of ``options.params``

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ..files import Journal, NotARegularFile, check_regular_file
 from ..llm.client import LanguageModel, as_language_model
 from ..llm.tokens import TokenCounter, count_tokens
-from ..retrieval import MAX_QUERY_CHARS
+from ..query.retrieval import MAX_QUERY_CHARS
 from .calls import CallFailed, ModelCalls
 from .parsing import clean_text, json_value, loose_key
 from .prompts import CORPUS_SUMMARY_PROMPT, QUESTIONS_PROMPT, USERS_PROMPT

@@ -27,7 +27,7 @@ from .._sync import run_sync
 from ..files import Journal, atomic_write_text
 from ..llm.client import LanguageModel, as_language_model
 from ..llm.tokens import TokenCounter
-from ..retrieval import RetrievalParams
+from ..query.retrieval import RetrievalParams
 from .answers import AnswerRecord, answer
 from .calls import ModelCalls, Pricing
 from .configurations import (

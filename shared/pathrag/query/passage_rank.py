@@ -12,7 +12,7 @@ with nothing to say gives its share to the others):
 
 1. *what the passages say*: the ``num_passages`` passages most similar to the question, in proportion
    to their similarity scaled to [0, 1] between the least and the most similar of them;
-2. *what the question names*: the entities it spells out (:mod:`pathrag.linking`), each in inverse
+2. *what the question names*: the entities it spells out (:mod:`pathrag.query.linking`), each in inverse
    proportion to the number of passages naming it (a name found everywhere says little about any one
    passage);
 3. *what the paths found*: the passages the ``top_k`` key paths' relations were stated in, each path
@@ -28,7 +28,7 @@ whatever the size of the graph; a hub that receives little is never expanded, an
 from the store only when it is about to pass something on, one batched read per kind per round.
 
 **Stages.** Retrieval runs the flow in two stages (:meth:`PassageRank.add_source` continues it): the
-first two sources rank the passages that weigh the key paths' relations (:mod:`pathrag.query_paths`);
+first two sources rank the passages that weigh the key paths' relations (:mod:`pathrag.query.query_paths`);
 then the third joins and the flow, continued, ranks the passages returned.
 
 **Score.** A passage's rank, plus ``1 - α`` of what it holds unspread at the end (what it would keep by
@@ -42,10 +42,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .graphs.base import GraphStore
-from .models import Entity, RetrievedItem
+from ..graphs.base import GraphStore
+from ..models import Entity, RetrievedItem
+from ..vectors.base import VectorHit, VectorIndex, VectorItem
 from .steps import Step, Steps
-from .vectors.base import VectorHit, VectorIndex, VectorItem
 
 __all__ = [
     "MAX_ROUNDS",
@@ -240,7 +240,7 @@ def spread(
 ) -> Steps[PassageRank]:
     """Push ``state``'s residual through entities and passages until no node holds enough to pass on.
 
-    Yields its reads (:mod:`pathrag.steps`): per round, one batch of neighbourhoods and entities for the
+    Yields its reads (:mod:`pathrag.query.steps`): per round, one batch of neighbourhoods and entities for the
     entities about to pass something on for the first time, one batch of passage items likewise.
     Returns ``state`` (``scores()`` ranks the passages; ``passages`` holds what was read of them).
     """

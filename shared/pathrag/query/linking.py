@@ -24,7 +24,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from .names import normalize_name
+from ..names import normalize_name
 
 __all__ = ["MAX_NAME_WORDS", "NameSpan", "linked_names", "name_spans"]
 

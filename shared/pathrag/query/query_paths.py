@@ -8,7 +8,7 @@ paths are built from relations, in three steps:
 1. **Candidates.** The ``num_relations`` relations whose vectors are nearest the question.
 2. **Weight** ``w = max(s, 0) · α^r``: ``s`` is the relation's similarity to the question and ``r`` the
    rank of the best-ranked passage it was extracted from (passages are ranked by the flow from what the
-   question's most similar passages and named entities say, see :mod:`pathrag.passage_rank`); a
+   question's most similar passages and named entities say, see :mod:`pathrag.query.passage_rank`); a
    relation that no ranked passage states counts as if its passage came right after the last one. One
    short triple says little on its own, so its passage's rank, which the flow shapes, vouches for it;
    each step down the ranking discounts it by the flow's own decay α, as each hop does in the flow.
@@ -43,8 +43,8 @@ from bisect import insort
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..models import Relation, ScoredPath
 from .context import path_relations
-from .models import Relation, ScoredPath
 
 __all__ = ["Chain", "WeightedRelation", "chain_relations", "merge_chains", "more_chains", "weigh_relations"]
 

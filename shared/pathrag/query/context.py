@@ -45,17 +45,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from .graphs.base import GraphStore
-from .llm.prompts import (
+from ..graphs.base import GraphStore
+from ..llm.prompts import (
     ANSWER_INSTRUCTIONS,
     CONTEXT_TEMPLATE,
     EVIDENCE_INSTRUCTIONS,
     EVIDENCE_TEMPLATE,
     PASSAGE_INSTRUCTIONS,
 )
-from .llm.tokens import TokenCounter, count_tokens
-from .models import Entity, Relation, RetrievalResult, RetrievedItem, ScoredPath
-from .params import DEFAULT_CONTEXT_TOKENS, DEFAULT_KEY_PATHS, check_max_tokens
+from ..llm.tokens import TokenCounter, count_tokens
+from ..models import Entity, Relation, RetrievalResult, RetrievedItem, ScoredPath
+from ..params import DEFAULT_CONTEXT_TOKENS, DEFAULT_KEY_PATHS, check_max_tokens
 
 __all__ = [
     "DEFAULT_CONTEXT_TOKENS",

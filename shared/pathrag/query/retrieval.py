@@ -5,20 +5,20 @@
   the query text itself is the keyword: retrieval never dead-ends on the model.
 * **Seeds.** Each low-level keyword (else each high-level one) asks the entity index for its nearest
   entities; seeds are taken round-robin over those lists until ``num_seeds`` distinct ones. In the
-  evidence context the entities the question names come first (:mod:`pathrag.linking`, one batched
+  evidence context the entities the question names come first (:mod:`pathrag.query.linking`, one batched
   lookup, no model).
 * **Paths.** ``context="paths"`` (the paper): :func:`pathrag.find_key_paths` between the seeds, each
-  rendered as a walk (:func:`pathrag.context.render_path`). ``context="evidence"`` (the default): the
-  query-aware paths of :mod:`pathrag.query_paths`, chains of the ``num_relations`` relations most like
+  rendered as a walk (:func:`pathrag.query.context.render_path`). ``context="evidence"`` (the default): the
+  query-aware paths of :mod:`pathrag.query.query_paths`, chains of the ``num_relations`` relations most like
   the question, weighted by the rank of the passage they were stated in, each one line of relation
-  statements (:func:`pathrag.context.render_chain`): the ``top_k`` key paths, then (``more_paths``)
+  statements (:func:`pathrag.query.context.render_chain`): the ``top_k`` key paths, then (``more_paths``)
   the further paths the relations they leave out form. Without a ``relation_index`` (or with
   ``num_relations=0``) the evidence context's paths are the paper's, written as chains.
   Each path carries the union of its entities' and relations' source chunks.
 * **Fill.** When fewer than ``top_k`` paths exist, the best-matching seeds not on any path are added as
   single entities, so a graph that knows something relevant never returns nothing.
 * **Passages** (``context="evidence"``, the default, when a ``passage_index`` is given): the
-  ``num_passages`` chunks nearest the query are the candidates, and :mod:`pathrag.passage_rank` ranks
+  ``num_passages`` chunks nearest the query are the candidates, and :mod:`pathrag.query.passage_rank` ranks
   passages by the paper's flow run to convergence (a personalized PageRank) over entities and
   passages, in two stages of one flow: from what the candidates and the question's named entities say,
   which ranks the passages the key paths' relations are weighted by; then, continued, from the
@@ -47,19 +47,19 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..graphs.base import GraphStore
+from ..ids import retrieved_item_id
+from ..llm.client import LanguageModel, as_language_model, complete_sync
+from ..llm.prompts import KEYWORDS_PROMPT
+from ..models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
+from ..params import RetrievalParams
+from ..vectors.base import VectorHit, VectorIndex, VectorItem
 from .context import path_lookups, path_names, path_pairs, path_relations, render_chain, render_entity, render_path
-from .graphs.base import GraphStore
-from .ids import retrieved_item_id
 from .linking import linked_names, name_spans
-from .llm.client import LanguageModel, as_language_model, complete_sync
-from .llm.prompts import KEYWORDS_PROMPT
-from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
-from .params import RetrievalParams
 from .passage_rank import PassageRank, named_source, paths_source, ranked_ids, read_passages, similar_source, spread
 from .pruning import afind_key_paths, find_key_paths
 from .query_paths import Chain, chain_relations, merge_chains, more_chains, weigh_relations
 from .steps import Step, Steps, arun, query_step, run
-from .vectors.base import VectorHit, VectorIndex, VectorItem
 
 __all__ = [
     "Keywords",
@@ -326,7 +326,8 @@ def _retrieval(
     llm: LanguageModel | None,
     params: RetrievalParams,
 ) -> Steps[RetrievalResult]:
-    """The retrieval, yielding each read as a :class:`~pathrag.steps.Step` and receiving its result (or its error)."""
+    """The retrieval, yielding each read as a :class:`~pathrag.query.steps.Step` and receiving its result
+    (or its error)."""
     query = _check(query)
     result = RetrievalResult(
         query=query,
@@ -379,7 +380,7 @@ def _keywords(query: str, llm: LanguageModel | None) -> Steps[Keywords]:
 
 
 def _named(query: str, graph: GraphStore) -> Steps[dict[str, Entity]]:
-    """The entities the question names (:mod:`pathrag.linking`), in one batched read."""
+    """The entities the question names (:mod:`pathrag.query.linking`), in one batched read."""
     spans = name_spans(query)
     keys = [span.key for span in spans]
     found = (yield Step(lambda: graph.get_entities(keys), lambda: graph.aget_entities(keys))) if keys else {}
@@ -462,7 +463,7 @@ def _query_paths(
     named: Sequence[str],
     params: RetrievalParams,
 ) -> Steps[list[RetrievedItem]]:
-    """The ``top_k`` query-aware key paths (:mod:`pathrag.query_paths`) with the paper's key paths between
+    """The ``top_k`` query-aware key paths (:mod:`pathrag.query.query_paths`) with the paper's key paths between
     the entities the question names, all scored by the weights of their relations, best first; then the
     further paths the relations they leave out form, best first (the layout shows as many as it holds)."""
     hits = yield query_step(index, query, params.num_relations)

@@ -31,10 +31,10 @@ from typing import Any, TypeVar
 
 import networkx as nx
 
-from .graphs.base import GraphStore, Neighborhood
-from .graphs.memory import as_graph_store
-from .models import ScoredPath
-from .params import MAX_HOPS, PATH_STEPS, PathParams
+from ..graphs.base import GraphStore, Neighborhood
+from ..graphs.memory import as_graph_store
+from ..models import ScoredPath
+from ..params import MAX_HOPS, PATH_STEPS, PathParams
 
 __all__ = [
     "afind_key_paths",

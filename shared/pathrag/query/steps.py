@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .vectors.base import VectorIndex
+from ..vectors.base import VectorIndex
 
 __all__ = ["Step", "Steps", "arun", "query_step", "run"]
 
