@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from pathrag import HashingEmbedder, Relation, RetrievalParams, find_key_paths
-from pathrag.backend import SQLiteBackend
+from pathrag.index.backend import SQLiteBackend
 from pathrag.models import Entity
 from pathrag.query.retrieval import _ranked_passages
 from pathrag.query.steps import run as _run

@@ -23,7 +23,7 @@ import tempfile
 import time
 
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex
-from pathrag.extraction import ExtractionConfig
+from pathrag.index.extraction import ExtractionConfig
 
 TEXT = re.compile(r"NOW THE REAL TEXT\nText:\n(.*?)\nOutput:\n", re.S)
 

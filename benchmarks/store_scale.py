@@ -40,7 +40,7 @@ from pathlib import Path
 
 import pathrag
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex
-from pathrag.extraction import ExtractionConfig
+from pathrag.index.extraction import ExtractionConfig
 
 TEXT = re.compile(r"NOW THE REAL TEXT\nText:\n(.*?)\nOutput:\n", re.S)
 CONFIG = IndexConfig(extraction=ExtractionConfig(max_gleaning=0), max_concurrency=16)

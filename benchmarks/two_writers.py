@@ -66,7 +66,7 @@ def slow_embedder(latency: float) -> Any:
 
 def writer(store: str, first: int, count: int, latency: float, ahead: bool, ready: Any, go: Any, out: Any) -> None:
     from pathrag import IndexConfig, PathRAGIndex
-    from pathrag.backend import SQLiteBackend
+    from pathrag.index.backend import SQLiteBackend
     from tests.fakes import ScriptedLLM
 
     SQLiteBackend.plans_ahead = ahead  # False: every plan is made under the writer lock

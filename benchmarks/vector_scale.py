@@ -52,7 +52,7 @@ from store_scale import InstantLLM as WriterLLM  # extraction: the ENTITY / LINK
 
 import pathrag
 from pathrag import Entity, IndexConfig, PathRAGIndex, Relation, VectorItem
-from pathrag.extraction import ExtractionConfig
+from pathrag.index.extraction import ExtractionConfig
 
 SECTIONS = ("build", "open", "read", "after-write", "mixed", "recall")
 TOPICS = 512  # clusters of the embedder's vectors

@@ -1,8 +1,8 @@
 """``PathRAGExtractor``: pathrag's extraction as a ``PropertyGraphIndex`` kg extractor, with merging and deletes.
 
-Each chunk is extracted with the core's prompt, parser and gleaning (:func:`pathrag.extraction.extract_records`)
+Each chunk is extracted with the core's prompt, parser and gleaning (:func:`pathrag.index.extraction.extract_records`)
 through any LlamaIndex LLM, ``num_workers`` chunks at a time. The records are then merged by the core's rules
-(:mod:`pathrag.merging`): descriptions joined without repeats, the most frequent type, summed weights,
+(:mod:`pathrag.index.merging`): descriptions joined without repeats, the most frequent type, summed weights,
 united keywords; relations are undirected (A→B and B→A are one relation, first direction kept).
 
 Provenance, as in the core: every entity and relation keeps the records it was merged from, chunk by chunk,
@@ -34,7 +34,7 @@ Emitted entities are ``EntityNode`` (label = type, property ``description``) and
 (label ``RELATED_TO``; properties ``description``, ``keywords``, ``weight``, ``source_ids``).
 
 Model output is untrusted: malformed records are skipped (the parser never raises), and the records over a
-chunk's cap (:func:`pathrag.extraction.max_records_for`) are dropped; both are counted in the log and in the
+chunk's cap (:func:`pathrag.index.extraction.max_records_for`) are dropped; both are counted in the log and in the
 chunk's ``pathrag_extracted`` metadata (``skipped``, ``dropped``). A failing LLM call fails the whole call
 before anything is written (LlamaIndex LLM clients retry on their own).
 """
@@ -73,9 +73,9 @@ from llama_index.core.vector_stores.types import (
 from typing_extensions import override
 
 from pathrag import Entity, Relation
-from pathrag.extraction import ExtractionConfig, ExtractionResult, extract_records, max_records_for
-from pathrag.indexing import run_sync
-from pathrag.merging import merge_records, relation_key
+from pathrag.index.extraction import ExtractionConfig, ExtractionResult, extract_records, max_records_for
+from pathrag.index.front import run_sync
+from pathrag.index.merging import merge_records, relation_key
 
 from .graph import (
     PropertyGraphStoreAdapter,
@@ -201,7 +201,7 @@ def _merge(
     entities: Mapping[str, Sequence[_Source]], relations: Mapping[Key, Sequence[_Source]]
 ) -> tuple[dict[str, Entity], dict[Key, Relation]]:
     """Each entity and relation merged from its sources by the core's rules
-    (:func:`pathrag.merging.merge_records`). An entity without records or a live chunk naming it as a
+    (:func:`pathrag.index.merging.merge_records`). An entity without records or a live chunk naming it as a
     relation end, or a relation without records, is left out: it is gone."""
     endpoints = {
         name: chunks
@@ -464,7 +464,7 @@ class PathRAGExtractor(TransformComponent):
             return ExtractionResult()
         done = await extract_records(text, self._ask, self.config, chunk_id=node.node_id)
         skipped, dropped = done.result.skipped, done.result.dropped
-        if skipped or dropped:  # (extract_records also warns of a dropped record, on pathrag.extraction)
+        if skipped or dropped:  # (extract_records also warns of a dropped record, on pathrag.index.extraction)
             logger.info(
                 "chunk %s: %d malformed records skipped, %d records over the cap of %d per chunk dropped",
                 node.node_id,

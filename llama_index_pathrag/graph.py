@@ -9,7 +9,7 @@ Translation rules (read side):
   ``relationship_description``), ``keywords``, ``weight`` and ``source_ids`` are read when present; without
   a ``keywords`` property the label becomes the keyword (``WORKS_AT`` → ``works at``), so triplets from
   ``SimpleLLMPathExtractor`` read well. Several relations between one pair read as one, merged with
-  :func:`pathrag.merging.merge_relation` in label order (the core has one relation per pair).
+  :func:`pathrag.index.merging.merge_relation` in label order (the core has one relation per pair).
 * Provenance is not knowledge: ``ChunkNode`` endpoints and the ``SOURCE``/``MENTIONS``/``PARENT``/
   ``CHILD``/``NEXT``/``PREVIOUS`` relations (``ignore_relations``) are left out of traversal.
 
@@ -67,7 +67,7 @@ from typing_extensions import override
 from pathrag import Entity, Neighborhood, Relation
 from pathrag.graphs.base import BaseGraphStore
 from pathrag.graphs.cypher import CypherGraphStore, Runner, falkordb_runner, neo4j_runner
-from pathrag.merging import merge_relation
+from pathrag.index.merging import merge_relation
 from pathrag.names import check_name
 
 __all__ = [

@@ -61,7 +61,7 @@ def command() -> Command:
         configuration_names,
         read_questions,
     )
-    from pathrag.indexing import run_sync
+    from pathrag.index.front import run_sync
 
     from .store import opened
 

@@ -22,10 +22,10 @@ _EXPORTS = {
     "Neighborhood": "graphs.base",
     "NetworkXGraphStore": "graphs.memory",
     "as_graph_store": "graphs.memory",
-    "Document": "indexing",
-    "IndexConfig": "indexing",
-    "InsertSummary": "indexing",
-    "PathRAGIndex": "indexing",
+    "Document": "index.front",
+    "IndexConfig": "index.front",
+    "InsertSummary": "index.front",
+    "PathRAGIndex": "index.front",
     "LanguageModel": "llm.client",
     "as_language_model": "llm.client",
     "Entity": "models",
@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .graphs.base import BaseGraphStore, GraphStore, Neighborhood
     from .graphs.cypher import CypherGraphStore
     from .graphs.memory import NetworkXGraphStore, as_graph_store
-    from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
+    from .index.front import Document, IndexConfig, InsertSummary, PathRAGIndex
     from .llm.client import LanguageModel, as_language_model
     from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
     from .params import PathParams, RetrievalParams

@@ -33,8 +33,8 @@ try:
 except ImportError:  # Python 3.10
     from importlib.abc import Traversable
 
-from .extraction import parse_answers
-from .indexing import Document, IndexConfig, InsertSummary, PathRAGIndex
+from .index.extraction import parse_answers
+from .index.front import Document, IndexConfig, InsertSummary, PathRAGIndex
 from .llm.client import LanguageModel
 from .llm.prompts import ANSWER_INSTRUCTIONS, KEYWORDS_PROMPT, SUMMARY_PROMPT
 from .query.context import PathContext, answer_prompt, result_context

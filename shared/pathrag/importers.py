@@ -8,7 +8,7 @@ whose graph and vector indexes are then used; call ``index.save()`` afterwards t
 
 Every imported item goes through pathrag's own rules: names become merge keys
 (:func:`pathrag.names.normalize_name`: quotes dropped, upper-cased), types are lower-cased,
-records naming the same entity or relation are merged as :mod:`pathrag.merging` merges extractions
+records naming the same entity or relation are merged as :mod:`pathrag.index.merging` merges extractions
 (type by majority, descriptions joined, weights summed, source ids united; relations undirected
 unless the target's ``directed_relations``), and vector texts and ids are those
 :class:`~pathrag.PathRAGIndex` writes.
@@ -99,8 +99,8 @@ from ._sync import run_sync
 from .files import check_regular_file
 from .graphs.base import GraphStore
 from .ids import chunk_id, entity_vector_id, relation_vector_id
-from .indexing import PathRAGIndex
-from .merging import join_descriptions, merge_records, relation_key
+from .index.front import PathRAGIndex
+from .index.merging import join_descriptions, merge_records, relation_key
 from .models import Entity, Relation
 from .names import clean_description, normalize_name, normalize_type, split_keywords
 from .vectors.base import VectorIndex, VectorItem, checked_vectors

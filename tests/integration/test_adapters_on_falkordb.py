@@ -29,7 +29,7 @@ from llama_index_pathrag import HashingEmbedding, PathRAGExtractor, PathRAGQuery
 from llama_index_pathrag.graph import CypherPropertyGraphAdapter, PropertyGraphStoreAdapter, cypher_runner
 from pathrag import Entity, Relation, find_key_paths
 from pathrag.graphs.cypher import CypherGraphStore
-from pathrag.indexing import run_sync
+from pathrag.index.front import run_sync
 
 from ..langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings
 from ..llama_index_fakes import KEYWORDS_HEAD, ScriptedLlamaLLM

@@ -16,8 +16,8 @@ import networkx as nx
 import pytest
 
 from pathrag import Document, HashingEmbedder, IndexConfig, PathParams, PathRAGIndex, RetrievalParams, find_key_paths
-from pathrag import indexing as indexing_module
 from pathrag.demo import load_questions, open_demo_index
+from pathrag.index import front as indexing_module
 from pathrag.params import MAX_HOPS, PATH_STEPS
 from pathrag.query import pruning as pruning_module
 from pathrag.sqlite import STORE_FILE

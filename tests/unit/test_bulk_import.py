@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-import pathrag.records as records_module
+import pathrag.index.records as records_module
 from pathrag import Document, Entity, HashingEmbedder, PathRAGIndex, Relation
-from pathrag.merging import merge_records, relation_key
-from pathrag.records import ChunkRecord
+from pathrag.index.merging import merge_records, relation_key
+from pathrag.index.records import ChunkRecord
 
 from ..fakes import ScriptedLLM
 
@@ -142,7 +142,7 @@ def test_planned_vectors_as_rows_of_one_matrix(tmp_path: Path, in_store: bool) -
 def test_a_later_write_reads_only_the_pieces_of_a_batch_that_mention_its_names(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pathrag.indexing.RECORDS_PER_PIECE", 50)
+    monkeypatch.setattr("pathrag.index.front.RECORDS_PER_PIECE", 50)
     index = PathRAGIndex(tmp_path / "store", embedder=HashingEmbedder(16))
     entities, relations = _batch(0)
     imported = index.add_records("bulk:0", entities, relations)
@@ -230,7 +230,7 @@ def test_a_rebuild_that_reads_only_what_can_change_writes_the_full_merge(tmp_pat
 def test_a_later_batch_naming_earlier_entities_only_as_relation_ends_reads_none_of_their_pieces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pathrag.indexing.RECORDS_PER_PIECE", 50)
+    monkeypatch.setattr("pathrag.index.front.RECORDS_PER_PIECE", 50)
     index = PathRAGIndex(tmp_path / "store", embedder=HashingEmbedder(16))
     index.add_records("bulk:0", *_batch(0))
     earlier = set(index.documents["bulk:0"].chunks)

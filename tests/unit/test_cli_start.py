@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from langchain_pathrag.cli import app
 
 PROVIDERS = ("langchain_openai", "langchain_core")
-CORE = ("pathrag.evaluation", "pathrag.indexing", "pathrag.sqlite", "numpy", "networkx")
+CORE = ("pathrag.evaluation", "pathrag.index.front", "pathrag.sqlite", "numpy", "networkx")
 
 
 def modules_after(commands: list[list[str]], *, key: bool) -> set[str]:
@@ -60,5 +60,5 @@ def test_stats_and_delete_make_no_chat_model_with_a_key(tmp_path: Path) -> None:
     loaded = modules_after(
         [["stats", "--store", str(store)], ["delete", "04-lantern-night", "--store", str(store)]], key=True
     )
-    assert "pathrag.indexing" in loaded  # the commands did run
+    assert "pathrag.index.front" in loaded  # the commands did run
     assert [m for m in PROVIDERS if m in loaded] == []

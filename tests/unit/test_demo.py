@@ -21,12 +21,7 @@ from pathrag.demo import (
     open_demo_index,
     run_demo,
 )
-from pathrag.extraction import (
-    ExtractionConfig,
-    build_extraction_prompt,
-    build_gleaning_prompt,
-    parse_answers,
-)
+from pathrag.index.extraction import ExtractionConfig, build_extraction_prompt, build_gleaning_prompt, parse_answers
 from pathrag.llm.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, KEYWORDS_PROMPT, build_summary_prompt
 from pathrag.llm.tokens import count_tokens
 from pathrag.query.context import DEFAULT_CONTEXT_TOKENS

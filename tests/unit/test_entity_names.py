@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pathrag import Entity, HashingEmbedder, NetworkXGraphStore, PathRAGIndex, Relation
-from pathrag.extraction import parse_extraction
 from pathrag.graphs.cypher import CypherGraphStore
+from pathrag.index.extraction import parse_extraction
 from pathrag.names import MAX_NAME_BYTES, EntityNameError, check_name, normalize_name
 
 LONG_ASCII = "Harbour Authority " + "A" * 4079  # 4,097 bytes

@@ -12,7 +12,7 @@ import pytest
 from langchain_pathrag.cli.store import check_embeddings, locked_error
 from pathrag import HashingEmbedder, PathRAGIndex
 from pathrag.errors import EmbedderMismatch, MissingEmbedderError, StoreError, StoreFormatError, StoreLocked
-from pathrag.indexing import MissingEmbedder
+from pathrag.index.front import MissingEmbedder
 from pathrag.sqlite import FORMAT_VERSION, SQLiteStore, WriterLock, write_store_info
 
 

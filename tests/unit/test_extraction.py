@@ -1,4 +1,4 @@
-"""Tests for pathrag.extraction and pathrag.llm.prompts: parsing sloppy answers, prompts, gleaning."""
+"""Tests for pathrag.index.extraction and pathrag.llm.prompts: parsing sloppy answers, prompts, gleaning."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pathrag.extraction import (
+from pathrag.index.extraction import (
     DEFAULT_FORMAT,
     ExtractionConfig,
     ExtractionFormat,
@@ -736,7 +736,7 @@ def _flood(count: int) -> str:
 async def test_records_over_the_per_chunk_cap_are_dropped_and_counted() -> None:
     import time
 
-    from pathrag.extraction import MIN_RECORDS_PER_CHUNK, max_records_for
+    from pathrag.index.extraction import MIN_RECORDS_PER_CHUNK, max_records_for
 
     chunk = "Mara lives in Saltmere by the harbour. !"  # 40 characters: the floor applies
     assert max_records_for(chunk) == MIN_RECORDS_PER_CHUNK == 200

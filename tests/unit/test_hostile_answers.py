@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex
+from pathrag.index.rebuild import UNSUMMARISED_MAX_CHARS
 from pathrag.llm.prompts import SUMMARY_INPUT_MAX_CHARS, build_summary_prompt
-from pathrag.rebuild import UNSUMMARISED_MAX_CHARS
 
 pytestmark = pytest.mark.reliability
 

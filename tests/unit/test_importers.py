@@ -33,7 +33,7 @@ from pathrag import (
     retrieve,
 )
 from pathrag.importers import ImportSummary, import_graph_documents, import_lightrag, import_property_graph
-from pathrag.indexing import chunk_id, entity_vector_id
+from pathrag.index.front import chunk_id, entity_vector_id
 
 from ..fakes import ScriptedLLM
 

@@ -1,6 +1,6 @@
 """The IndexBackend contract (:mod:`pathrag.testing`) on both backends pathrag ships: an index without a
-directory (:class:`~pathrag.backend.MemoryBackend`) and an index in a store directory
-(:class:`~pathrag.backend.SQLiteBackend`)."""
+directory (:class:`~pathrag.index.backend.MemoryBackend`) and an index in a store directory
+(:class:`~pathrag.index.backend.SQLiteBackend`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 pytest.register_assert_rewrite("pathrag.testing")  # before the import: detailed assertion messages
 
 from pathrag import HashingEmbedder, PathRAGIndex  # noqa: E402
-from pathrag.backend import MemoryBackend, SQLiteBackend  # noqa: E402
+from pathrag.index.backend import MemoryBackend, SQLiteBackend  # noqa: E402
 from pathrag.testing import IndexBackendContract, backend_of  # noqa: E402
 
 

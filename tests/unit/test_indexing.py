@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pathrag import Document, Entity, HashingEmbedder, IndexConfig, PathRAGIndex, Relation, find_key_paths
-from pathrag.extraction import ExtractionConfig
-from pathrag.indexing import chunk_id
+from pathrag.index.extraction import ExtractionConfig
+from pathrag.index.front import chunk_id
 from pathrag.sqlite import unpack_records
 
 from ..fakes import Crash, ScriptedLLM

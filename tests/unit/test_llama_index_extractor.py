@@ -13,7 +13,7 @@ from llama_index.core.schema import TextNode
 import pathrag
 from llama_index_pathrag import RELATION_LABEL, HashingEmbedding, PathRAGExtractor
 from llama_index_pathrag.graph import entity_from_node, relation_from_store
-from pathrag.merging import relation_key
+from pathrag.index.merging import relation_key
 
 from ..fakes import ScriptedLLM
 from ..llama_index_fakes import ScriptedLlamaLLM

@@ -12,7 +12,7 @@ from llama_index.core.graph_stores.types import Relation as StoreRelation
 
 from llama_index_pathrag import RELATION_LABEL, PropertyGraphStoreAdapter
 from pathrag import Entity, GraphStore, NetworkXGraphStore, Relation, find_key_paths
-from pathrag.merging import merge_entity
+from pathrag.index.merging import merge_entity
 from pathrag.query.context import build_path_texts
 
 

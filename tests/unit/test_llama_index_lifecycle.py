@@ -24,7 +24,7 @@ from llama_index.core.vector_stores import SimpleVectorStore
 from llama_index_pathrag import RELATION_LABEL, HashingEmbedding, PathRAGExtractor, PathRAGRetriever
 from llama_index_pathrag.extractor import EXTRACTED_KEY, SOURCES_KEY
 from llama_index_pathrag.graph import entity_from_node, relation_from_store
-from pathrag.merging import relation_key
+from pathrag.index.merging import relation_key
 
 from ..llama_index_fakes import KEYWORDS_HEAD, ScriptedLlamaLLM
 

@@ -18,7 +18,7 @@ from llama_index_pathrag import (
 )
 from pathrag import HashingEmbedder, PathRAGIndex
 from pathrag.demo import load_questions, open_demo_index
-from pathrag.indexing import MissingEmbedderError
+from pathrag.index.front import MissingEmbedderError
 from pathrag.query.context import answer_prompt, result_context
 
 from ..fakes import EndpointNamed

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pathrag import Entity, Relation
-from pathrag.merging import join_descriptions, merge_entity, merge_relation, relation_key
+from pathrag.index.merging import join_descriptions, merge_entity, merge_relation, relation_key
 
 
 def test_entity_type_is_the_most_frequent_and_ties_go_to_the_first_seen():

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex
 from pathrag.demo import load_questions, open_demo_index
-from pathrag.indexing import LazyEmbedder, MissingEmbedder, MissingEmbedderError
+from pathrag.index.front import LazyEmbedder, MissingEmbedder, MissingEmbedderError
 from pathrag.sqlite import STORE_FILE, SQLiteVectorIndex, read_store_info
 
 from ..fakes import EndpointNamed, ScriptedLLM

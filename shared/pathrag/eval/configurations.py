@@ -26,7 +26,7 @@ from ..query.retrieval import RetrievalParams, RetrievalResult, aretrieve
 from .questions import item_text
 
 if TYPE_CHECKING:
-    from ..indexing import PathRAGIndex
+    from ..index.front import PathRAGIndex
 
 __all__ = [
     "DEFAULT_CONFIGURATIONS",

@@ -31,7 +31,7 @@ from .parsing import clean_text, json_value, loose_key
 from .prompts import CORPUS_SUMMARY_PROMPT, QUESTIONS_PROMPT, USERS_PROMPT
 
 if TYPE_CHECKING:
-    from ..indexing import PathRAGIndex
+    from ..index.front import PathRAGIndex
 
 __all__ = [
     "EvaluationError",

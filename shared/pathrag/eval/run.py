@@ -42,7 +42,7 @@ from .questions import EvaluationError, Question, generate_questions, index_pass
 from .report import EvalReport, render_html, summarise_configurations, worst_questions
 
 if TYPE_CHECKING:
-    from ..indexing import PathRAGIndex
+    from ..index.front import PathRAGIndex
 
 __all__ = [
     "ANSWERS_FILE",

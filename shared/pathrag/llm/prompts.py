@@ -3,11 +3,11 @@
 Templates use ``str.format`` placeholders. Only the template text itself is parsed for
 braces, so values such as the chunk text may contain ``{`` and ``}`` freely. The few-shot
 examples are written with the delimiter placeholders too, so a custom
-:class:`~pathrag.extraction.ExtractionFormat` changes the examples along with the rules.
+:class:`~pathrag.index.extraction.ExtractionFormat` changes the examples along with the rules.
 
 Placeholders of :data:`EXTRACTION_PROMPT`: ``tuple_delimiter``, ``record_delimiter``,
 ``completion_delimiter``, ``entity_types``, ``language``, ``examples``, ``input_text``
-(:func:`pathrag.extraction.build_extraction_prompt` fills them from an ``ExtractionConfig``).
+(:func:`pathrag.index.extraction.build_extraction_prompt` fills them from an ``ExtractionConfig``).
 
 >>> prompt = build_summary_prompt("ALICE", ["A navigator.", "Sails the {Meridian}."], max_words=50)
 >>> "- Sails the {Meridian}." in prompt and "at most 50 words" in prompt

@@ -440,7 +440,7 @@ class SpaceIndex:
     def keep_written(self) -> None:
         """Keep the vectors this process commits (:meth:`take_written`) until the next replay, which then
         takes them from memory instead of reading them back. For a writer whose every commit is followed by
-        a catch-up (:class:`~pathrag.backend.SQLiteBackend`), so that they are never kept for long."""
+        a catch-up (:class:`~pathrag.index.backend.SQLiteBackend`), so that they are never kept for long."""
         with self._written_lock:
             self.written = []
 

@@ -1,5 +1,5 @@
 """The :class:`~pathrag.GraphStore`, :class:`~pathrag.VectorIndex` and index backend
-(:class:`~pathrag.backend.IndexBackend`) contracts as test suites: subclass one once per store.
+(:class:`~pathrag.index.backend.IndexBackend`) contracts as test suites: subclass one once per store.
 
 ``GraphStoreContract`` holds pytest test methods that check what the core relies on: batched reads
 that leave unknown names out, relations found either way round and keyed as asked, missing endpoints

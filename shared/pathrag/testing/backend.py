@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 import pytest
 
 from .. import Document, IndexConfig, PathRAGIndex
-from ..backend import IndexBackend
 from ..graphs.base import GraphStore
+from ..index.backend import IndexBackend
 from ..models import Entity, Relation, RetrievalResult
 from ..vectors.base import Embedder, VectorIndex, VectorItem
 from ..vectors.hashing import HashingEmbedder
@@ -248,7 +248,7 @@ class IndexBackendContract:
     # -- the tests ---------------------------------------------------------------------------------
 
     def test_the_index_runs_on_an_index_backend(self, open_index: Callable[..., PathRAGIndex]) -> None:
-        """The index's backend is an :class:`~pathrag.backend.IndexBackend`; a new index holds nothing."""
+        """The index's backend is an :class:`~pathrag.index.backend.IndexBackend`; a new index holds nothing."""
         index = open_index()
         assert isinstance(backend_of(index), IndexBackend)
         assert index.stats() == dict.fromkeys(BASE_STATS, 0)

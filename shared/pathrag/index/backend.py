@@ -3,7 +3,7 @@ without a directory) or :class:`SQLiteBackend` (a store directory, see :mod:`pat
 
 :class:`~pathrag.PathRAGIndex` runs every write the same way, whatever the backend: extract (LLM calls;
 each chunk's records saved as they arrive), plan the change against the committed state into a change set
-(:class:`~pathrag.staging.Staged`: merged entities and relations, LLM summaries, embeddings), then apply
+(:class:`~pathrag.index.staging.Staged`: merged entities and relations, LLM summaries, embeddings), then apply
 the change set at once. A backend supplies the parts that differ:
 
 - write exclusion: :meth:`IndexBackend.writing` spans a whole write (one per index object at a time; a
@@ -34,12 +34,16 @@ from typing import TypeVar
 
 from typing_extensions import override
 
-from ._version import __version__
-from .errors import EmbedderMismatch
-from .graphs.base import GraphStore
-from .graphs.memory import NetworkXGraphStore
-from .ids import RECORD_CHUNK_LIKE, is_record_chunk
-from .legacy import migrate_json_store
+from .._version import __version__
+from ..errors import EmbedderMismatch
+from ..graphs.base import GraphStore
+from ..graphs.memory import NetworkXGraphStore
+from ..ids import RECORD_CHUNK_LIKE, is_record_chunk
+from ..legacy import migrate_json_store
+from ..sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, WriterLock, unpack_records
+from ..sqlite.schema import DEGREES_COUNTED
+from ..vectors.base import Embedder, VectorIndex
+from ..vectors.memory import InMemoryVectorIndex
 from .records import (
     ChunkRecord,
     MemoryRecordTables,
@@ -49,11 +53,7 @@ from .records import (
     StringTable,
     cited,
 )
-from .sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, WriterLock, unpack_records
-from .sqlite.schema import DEGREES_COUNTED
 from .staging import Staged
-from .vectors.base import Embedder, VectorIndex
-from .vectors.memory import InMemoryVectorIndex
 
 logger = logging.getLogger(__name__)
 
@@ -173,7 +173,7 @@ class MemoryBackend(IndexBackend):
 
     A commit's change set is applied in one synchronous run; readers of other threads see the state
     before it until then (a version counter, odd while a commit is being applied). The record tables
-    collect a commit's changes in a layer the apply publishes (:class:`~pathrag.records.LayeredRows`):
+    collect a commit's changes in a layer the apply publishes (:class:`~pathrag.index.records.LayeredRows`):
     counts and chunk texts are the committed ones while it plans. A failed commit changes nothing: the
     layer is dropped, and an apply that raises half-way undoes its graph and vector writes."""
 

@@ -6,7 +6,7 @@ is open. So :class:`~pathrag.PathRAGIndex` plans against these stand-ins instead
 indexes it owns: reads go to the real objects (the committed state), writes are recorded (vectors are
 embedded at once, since that is the slow part), and :meth:`Staged.apply` makes them in one synchronous
 run: in memory, with readers shown the state before until then; on a store, inside one short transaction
-(see :mod:`pathrag.backend`). A failed plan changes nothing: the recorded writes are dropped. A failed
+(see :mod:`pathrag.index.backend`). A failed plan changes nothing: the recorded writes are dropped. A failed
 apply changes nothing either: a store's transaction rolls back, and in memory (``undo=True``) each write
 first notes what it will overwrite, put back if a later write raises.
 
@@ -27,9 +27,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .graphs.base import GraphStore
-from .models import Entity, Relation
-from .vectors.base import Embedder, VectorItem
+from ..graphs.base import GraphStore
+from ..models import Entity, Relation
+from ..vectors.base import Embedder, VectorItem
 
 __all__ = ["StageableIndex", "Staged"]
 

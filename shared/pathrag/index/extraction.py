@@ -52,7 +52,7 @@ from pathrag.names import (
     split_keywords,
 )
 
-from .llm.prompts import (
+from ..llm.prompts import (
     DEFAULT_ENTITY_TYPES,
     DEFAULT_LANGUAGE,
     EXAMPLE_TEMPLATE,

@@ -5,7 +5,7 @@ chunks that remain after a delete gives exactly what inserting those chunks alon
 
 * Entity type: the most frequent non-empty type (ties: the first seen).
 * Descriptions: stripped, de-duplicated, joined with a space in order of first appearance
-  (summarised by the LLM above a token threshold, in :mod:`pathrag.rebuild`).
+  (summarised by the LLM above a token threshold, in :mod:`pathrag.index.rebuild`).
 * Relation weight: the sum of the records' strengths; keywords and source chunk ids: the union.
 * Relation identity: undirected by default, so A→B and B→A merge and keep the first-seen direction.
 * An entity named only as a relation end still exists; the chunks naming it that way are among its sources.
@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from .ids import relation_key
-from .models import Entity, Relation
+from ..ids import relation_key
+from ..models import Entity, Relation
 
 __all__ = ["join_descriptions", "merge_entity", "merge_records", "merge_relation", "relation_key"]
 

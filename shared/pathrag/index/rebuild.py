@@ -2,7 +2,7 @@
 
 Every entity and relation is a pure function of the extraction records of the live chunks that mention
 it. :func:`rebuild` recomputes those a change touches from the chunks that remain
-(:func:`pathrag.merging.merge_records`), has a :class:`Summariser` shorten long merged descriptions, and
+(:func:`pathrag.index.merging.merge_records`), has a :class:`Summariser` shorten long merged descriptions, and
 writes the result to the graph and the entity and relation vector indexes; :func:`sync_chunk_vectors`
 does the same for the chunk vectors and drops the chunks no document claims any more.
 """
@@ -15,17 +15,17 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .errors import StoreDamaged
-from .graphs.base import GraphStore
-from .ids import digest, entity_vector_id, relation_vector_id
-from .llm.prompts import build_summary_prompt
-from .llm.tokens import TokenCounter, count_tokens
+from ..errors import StoreDamaged
+from ..graphs.base import GraphStore
+from ..ids import digest, entity_vector_id, relation_vector_id
+from ..llm.prompts import build_summary_prompt
+from ..llm.tokens import TokenCounter, count_tokens
+from ..models import Entity, Relation
+from ..names import truncate
+from ..vectors.base import VectorIndex, VectorItem
+from ..vectors.items import chunk_metadata, entity_vector_item, relation_vector_item
 from .merging import merge_records, relation_key
-from .models import Entity, Relation
-from .names import truncate
 from .records import RecordTables, StringTable, cited
-from .vectors.base import VectorIndex, VectorItem
-from .vectors.items import chunk_metadata, entity_vector_item, relation_vector_item
 
 __all__ = ["UNSUMMARISED_MAX_CHARS", "Rebuilt", "Summariser", "rebuild", "sync_chunk_vectors"]
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..ids import digest
+from ..llm.tokens import TokenCounter
+from ..names import replace_surrogates
 from .extraction import ExtractionConfig
-from .ids import digest
-from .llm.tokens import TokenCounter
-from .names import replace_surrogates
 
 __all__ = [
     "INSERT_BATCH",
@@ -129,7 +129,7 @@ class InsertSummary:
     replaced: list[str] = field(default_factory=list)
     """Ids of documents the index already held that got new content (counted in ``documents`` too)."""
     records_dropped: int = 0
-    """Extracted records over the per-chunk cap (:func:`pathrag.extraction.max_records_for`), not kept."""
+    """Extracted records over the per-chunk cap (:func:`pathrag.index.extraction.max_records_for`), not kept."""
 
     @property
     def tokens(self) -> int:

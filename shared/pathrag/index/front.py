@@ -4,7 +4,7 @@
 (entities, relations, chunks) and, under one directory, the chunk records and an LLM answer cache.
 
 Every entity and relation is a pure function of the extraction records of the chunks that mention
-it (see :mod:`pathrag.merging`). Insert and delete therefore just change the set of live chunks and
+it (see :mod:`pathrag.index.merging`). Insert and delete therefore just change the set of live chunks and
 rebuild what they touch, which makes both idempotent: re-running an interrupted insert completes it,
 and ``insert(A); insert(B); delete(B)`` leaves exactly what ``insert(A)`` alone leaves.
 
@@ -12,18 +12,18 @@ Every write runs in one order (:meth:`PathRAGIndex._commit`): extract (LLM), sav
 records and each LLM answer the moment it arrives, so a re-run after a crash (even ``kill -9``)
 re-extracts only chunks whose results were not saved; then plan the change against the committed state
 (merge, LLM summaries, embeddings) into a change set; then apply it at once, visible all at once or not
-at all. Where it lands is a backend's business (:mod:`pathrag.backend`): memory, or a directory holding
+at all. Where it lands is a backend's business (:mod:`pathrag.index.backend`): memory, or a directory holding
 one SQLite file (:mod:`pathrag.sqlite`), where a change set is one short transaction and processes
 writing the same store extract side by side and take turns only to plan and apply. A directory in the
 older JSON format is migrated on first open.
 
 :class:`PathRAGIndex` coordinates; each concern lives in its own module: where the index is kept in
-:mod:`pathrag.backend`, the typed document and chunk records and their rows in :mod:`pathrag.records`,
-the change set of a commit in :mod:`pathrag.staging`, the LLM calls (cache, retries, concurrency, usage)
+:mod:`pathrag.index.backend`, the typed document and chunk records and their rows in :mod:`pathrag.index.records`,
+the change set of a commit in :mod:`pathrag.index.staging`, the LLM calls (cache, retries, concurrency, usage)
 in :mod:`pathrag.llm.calls`, the rebuild of entities, relations and their vectors from the chunk records
-in :mod:`pathrag.rebuild` (merged by :func:`pathrag.merging.merge_records`), and what gets embedded under
+in :mod:`pathrag.index.rebuild` (merged by :func:`pathrag.index.merging.merge_records`), and what gets embedded under
 which id in :mod:`pathrag.vectors.items`; the values it takes and returns (:class:`Document`,
-:class:`IndexConfig`, the summaries) are :mod:`pathrag.index_types`, its embedder stand-ins
+:class:`IndexConfig`, the summaries) are :mod:`pathrag.index.values`, its embedder stand-ins
 :mod:`pathrag.vectors.embedders`.
 
 Why this module is longer than the others (~800 lines): it is one class, :class:`PathRAGIndex`, whose
@@ -61,38 +61,30 @@ from typing import Any, TypeVar
 import numpy as np
 from tqdm.auto import tqdm
 
-from ._sync import run_sync
-from ._version import __version__
+from .._sync import run_sync
+from .._version import __version__
+from ..errors import MissingEmbedderError, StoreDamaged, StoreError
+from ..graphs.base import GraphStore
+from ..graphs.memory import NetworkXGraphStore
+from ..ids import chunk_id, digest, entity_vector_id, record_chunk_id, relation_vector_id
+from ..legacy import legacy_files
+from ..llm.calls import LLMCaller, OperationCalls
+from ..llm.client import LanguageModel, RememberingLanguageModel, as_language_model
+from ..models import Entity, Relation
+from ..names import check_name
+from ..query.retrieval import RetrievalResult, aretrieve, retrieve
+from ..sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, store_exists, write_snapshot
+from ..vectors.base import Embedder, VectorIndex, VectorItem
+from ..vectors.embedders import LazyEmbedder, MissingEmbedder, embedder_from_name, embedder_name_of
+from ..vectors.items import aput_vectors, entity_vector_item, relation_vector_item
+from ..vectors.memory import InMemoryVectorIndex
 from .backend import IndexBackend, MemoryBackend, SQLiteBackend
-from .errors import MissingEmbedderError, StoreDamaged, StoreError
 from .extraction import extract_records
-from .graphs.base import GraphStore
-from .graphs.memory import NetworkXGraphStore
-from .ids import chunk_id, digest, entity_vector_id, record_chunk_id, relation_vector_id
-from .index_types import (
-    INSERT_BATCH,
-    ChunkFailure,
-    DeleteSummary,
-    Document,
-    IndexConfig,
-    InsertSummary,
-    iter_documents,
-)
-from .legacy import legacy_files
-from .llm.calls import LLMCaller, OperationCalls
-from .llm.client import LanguageModel, RememberingLanguageModel, as_language_model
 from .merging import relation_key
-from .models import Entity, Relation
-from .names import check_name
-from .query.retrieval import RetrievalResult, aretrieve, retrieve
 from .rebuild import Rebuilt, Summariser, rebuild, sync_chunk_vectors
 from .records import ChunkRecord, DocumentRecord, cited
-from .sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, store_exists, write_snapshot
 from .staging import Staged
-from .vectors.base import Embedder, VectorIndex, VectorItem
-from .vectors.embedders import LazyEmbedder, MissingEmbedder, embedder_from_name, embedder_name_of
-from .vectors.items import aput_vectors, entity_vector_item, relation_vector_item
-from .vectors.memory import InMemoryVectorIndex
+from .values import INSERT_BATCH, ChunkFailure, DeleteSummary, Document, IndexConfig, InsertSummary, iter_documents
 
 __all__ = [
     "ChunkFailure",
@@ -138,7 +130,7 @@ class PathRAGIndex:
     :class:`MissingEmbedderError` (a write before changing anything). Without a directory, or with one
     that holds no store yet, pass an embedder.
 
-    ``backend`` keeps the index somewhere else: an :class:`~pathrag.backend.IndexBackend` of your own
+    ``backend`` keeps the index somewhere else: an :class:`~pathrag.index.backend.IndexBackend` of your own
     (one class; :class:`pathrag.testing.IndexBackendContract` is its test suite). By default it is the
     SQLite store of ``directory``, or memory without one.
 
@@ -217,7 +209,7 @@ class PathRAGIndex:
 
     def quick_check(self) -> None:
         """Raise :class:`~pathrag.errors.StoreDamaged` (and close the store) when cheap counts of the store
-        disagree (see :meth:`pathrag.backend.IndexBackend.quick_check`): what :meth:`check` would find of a
+        disagree (see :meth:`pathrag.index.backend.IndexBackend.quick_check`): what :meth:`check` would find of a
         lost or extra vector or graph row, at the cost of a few ``COUNT`` queries over indexes. Run on open
         unless ``check_on_open=False``."""
         spaces = [name for name, index in self.vector_indexes.items() if isinstance(index, SQLiteVectorIndex)]
@@ -260,13 +252,13 @@ class PathRAGIndex:
 
     @property
     def documents(self) -> MutableMapping[str, DocumentRecord]:
-        """Document id -> its :class:`~pathrag.records.DocumentRecord` (read-only for callers; iterating
+        """Document id -> its :class:`~pathrag.index.records.DocumentRecord` (read-only for callers; iterating
         it reads every document of the store)."""
         return self._records.documents
 
     @property
     def chunks(self) -> MutableMapping[str, ChunkRecord]:
-        """Chunk id -> its :class:`~pathrag.records.ChunkRecord`: text, extraction records and ``refs``
+        """Chunk id -> its :class:`~pathrag.index.records.ChunkRecord`: text, extraction records and ``refs``
         (document id -> position)."""
         return self._records.chunks
 
@@ -277,8 +269,8 @@ class PathRAGIndex:
     async def _commit(self, plan: Callable[[], Awaitable[T]]) -> T:
         """Plan a commit and apply it. ``plan`` reads the committed state and writes the change through the
         record tables, :meth:`_written_graph` and :meth:`_written_index`: merged entities and relations,
-        LLM summaries and embeddings go into a change set (:mod:`pathrag.staging`), applied at the end at
-        once (:meth:`pathrag.backend.IndexBackend.apply`): no LLM or embedding call runs while a store's
+        LLM summaries and embeddings go into a change set (:mod:`pathrag.index.staging`), applied at the end at
+        once (:meth:`pathrag.index.backend.IndexBackend.apply`): no LLM or embedding call runs while a store's
         transaction is open.
 
         In a store, when the index owns its graph and vector indexes, the plan is made before the writer
@@ -358,7 +350,7 @@ class PathRAGIndex:
     async def ainsert(self, documents: Iterable[Document | str]) -> InsertSummary:
         """Index new or changed documents; unchanged ones cost nothing. See the module docstring.
 
-        ``documents`` is read as it goes, :data:`~pathrag.index_types.INSERT_BATCH` documents at a time, each
+        ``documents`` is read as it goes, :data:`~pathrag.index.values.INSERT_BATCH` documents at a time, each
         batch one commit: an insert of any number of documents takes bounded memory."""
         async with self._writing():
             summary, seen = InsertSummary(), dict[str, str]()
@@ -857,7 +849,7 @@ class PathRAGIndex:
         if embeds and isinstance(self._embedder, LazyEmbedder):
             self._embedder.ready()
 
-    # -- rebuilding the graph and vectors from chunk records (see pathrag.rebuild) ------------------
+    # -- rebuilding the graph and vectors from chunk records (see pathrag.index.rebuild) ------------------
 
     async def _rebuild(
         self, chunk_ids: Sequence[str], run: OperationCalls, on_phase: Callable[[str], None] | None = None

@@ -6,7 +6,7 @@ chunk's text, the entity and relation records extracted from it, and which docum
 :class:`RecordTables` keeps both tables (a dict in memory, or rows of a :class:`~pathrag.sqlite.SQLiteStore`
 fetched on first use: :class:`MemoryRecordTables`, :class:`SQLiteRecordTables`) together with the entity
 names each chunk mentions, and writes every change the way a crash-safe commit needs it (see
-:mod:`pathrag.backend`). :class:`StringTable` is the key -> text table of the LLM answer cache and the
+:mod:`pathrag.index.backend`). :class:`StringTable` is the key -> text table of the LLM answer cache and the
 summaries.
 """
 
@@ -20,10 +20,10 @@ from typing import Any, TypeVar
 
 from typing_extensions import override
 
-from .ids import RECORD_CHUNK_LIKE, is_record_chunk
-from .models import Entity, Relation
-from .sqlite.codec import dumps, mention_rows, pack_records, pack_text, unpack_records, unpack_text
-from .sqlite.store import SQLiteStore
+from ..ids import RECORD_CHUNK_LIKE, is_record_chunk
+from ..models import Entity, Relation
+from ..sqlite.codec import dumps, mention_rows, pack_records, pack_text, unpack_records, unpack_text
+from ..sqlite.store import SQLiteStore
 
 __all__ = [
     "ChunkRecord",
