@@ -47,9 +47,9 @@ from pathrag import GraphStore, IndexConfig, InsertSummary, PathRAGIndex, Vector
 from pathrag.errors import MissingEmbedderError
 from pathrag.index.front import STATE_FILE
 from pathrag.index.values import DeleteSummary
-from pathrag.legacy import legacy_files
 from pathrag.llm.tokens import count_tokens
 from pathrag.sqlite import SQLiteVectorIndex, read_store_info, store_exists
+from pathrag.sqlite.legacy import legacy_files
 from pathrag.vectors.embedders import LazyEmbedder, embedder_name_of
 
 from .adapters import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings

@@ -94,8 +94,8 @@ class PathRAGIndexRetriever(BaseRetriever):
         Raises:
             FileNotFoundError: no pathrag store in ``directory``.
         """
-        from pathrag.legacy import legacy_files
         from pathrag.sqlite import store_exists
+        from pathrag.sqlite.legacy import legacy_files
 
         if not (store_exists(directory) or legacy_files(directory)):
             raise FileNotFoundError(f"no pathrag store at {directory} (build one with: pathrag index PATH --store ...)")

@@ -19,8 +19,8 @@ from typing import Any
 import pathrag
 from pathrag import IndexConfig, PathRAGIndex
 from pathrag.errors import EmbedderMismatch, StoreError, StoreLocked
-from pathrag.legacy import CLI_FILE, LEGACY_FILES, cli_embedder
 from pathrag.sqlite import STORE_FILE, read_store_info, write_store_info
+from pathrag.sqlite.legacy import CLI_FILE, LEGACY_FILES, cli_embedder
 
 from .errors import CliError, one_line
 from .providers import describe_embeddings, embedder, embedding_spec
@@ -149,7 +149,7 @@ def _open(
     note = logging.StreamHandler(sys.stderr)
     note.setFormatter(logging.Formatter("%(message)s"))
     note.setLevel(logging.WARNING)
-    store_log = logging.getLogger("pathrag.legacy")
+    store_log = logging.getLogger("pathrag.sqlite.legacy")
     store_log.addHandler(note)
     try:  # the store records the embeddings (and refuses others) itself
         return PathRAGIndex(

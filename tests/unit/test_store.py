@@ -80,7 +80,7 @@ def legacy(tmp_path: Path) -> Path:
 
 
 def test_a_json_store_is_migrated_once_and_loses_nothing(legacy: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="pathrag.legacy"):
+    with caplog.at_level(logging.WARNING, logger="pathrag.sqlite.legacy"):
         index = open_index(legacy)
     messages = [r.getMessage() for r in caplog.records if "migrated" in r.getMessage()]
     assert len(messages) == 1 and "\n" not in messages[0] and str(legacy) in messages[0]

@@ -39,8 +39,8 @@ from ..errors import EmbedderMismatch
 from ..graphs.base import GraphStore
 from ..graphs.memory import NetworkXGraphStore
 from ..ids import RECORD_CHUNK_LIKE, is_record_chunk
-from ..legacy import migrate_json_store
 from ..sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, WriterLock, unpack_records
+from ..sqlite.legacy import migrate_json_store
 from ..sqlite.schema import DEGREES_COUNTED
 from ..vectors.base import Embedder, VectorIndex
 from ..vectors.memory import InMemoryVectorIndex

@@ -67,13 +67,13 @@ from ..errors import MissingEmbedderError, StoreDamaged, StoreError
 from ..graphs.base import GraphStore
 from ..graphs.memory import NetworkXGraphStore
 from ..ids import chunk_id, digest, entity_vector_id, record_chunk_id, relation_vector_id
-from ..legacy import legacy_files
 from ..llm.calls import LLMCaller, OperationCalls
 from ..llm.client import LanguageModel, RememberingLanguageModel, as_language_model
 from ..models import Entity, Relation
 from ..names import check_name
 from ..query.retrieval import RetrievalResult, aretrieve, retrieve
 from ..sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, store_exists, write_snapshot
+from ..sqlite.legacy import legacy_files
 from ..vectors.base import Embedder, VectorIndex, VectorItem
 from ..vectors.embedders import LazyEmbedder, MissingEmbedder, embedder_from_name, embedder_name_of
 from ..vectors.items import aput_vectors, entity_vector_item, relation_vector_item

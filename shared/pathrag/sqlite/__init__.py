@@ -18,8 +18,8 @@ crash tests' write-step hook), :mod:`~pathrag.sqlite.wal` (the damaged-WAL check
 :mod:`~pathrag.sqlite.lock` (:class:`WriterLock`, one writer per directory across processes),
 :mod:`~pathrag.sqlite.codec` (how records, answers, entities and relations are written in rows),
 :mod:`~pathrag.sqlite.graph` (:class:`SQLiteGraphStore`), :mod:`~pathrag.sqlite.vectors`
-(:class:`SQLiteVectorIndex`) and :mod:`~pathrag.sqlite.snapshot` (whole-index copies). The older JSON
-format and its migration are :mod:`pathrag.legacy`.
+(:class:`SQLiteVectorIndex`), :mod:`~pathrag.sqlite.snapshot` (whole-index copies) and
+:mod:`~pathrag.sqlite.legacy` (the older JSON format and its one-time migration into a store).
 """
 
 from ..errors import StoreError, StoreLocked

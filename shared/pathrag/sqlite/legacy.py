@@ -19,10 +19,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import StoreError
-from .files import Journal, atomic_write_text
-from .graphs.memory import NetworkXGraphStore
-from .sqlite import STORE_FILE, SQLiteStore, store_exists, write_snapshot
+from ..errors import StoreError
+from ..files import Journal, atomic_write_text
+from ..graphs.memory import NetworkXGraphStore
+from .schema import STORE_FILE
+from .snapshot import write_snapshot
+from .store import SQLiteStore, store_exists
 
 __all__ = [
     "CLI_FILE",
