@@ -1,4 +1,4 @@
-"""``pathrag eval``: the papers' evaluation protocol on a store (see :mod:`pathrag.evaluation`).
+"""``pathrag eval``: the papers' evaluation protocol on a store (see :mod:`pathrag.eval`).
 
 Registered on the ``pathrag`` app by :mod:`langchain_pathrag.cli` with :func:`register`. The command uses
 the same model, store and retrieval options as ``pathrag query``.
@@ -26,7 +26,7 @@ from .readers import regular_file
 from .rendering import approximate_tokens
 
 if TYPE_CHECKING:
-    from pathrag.evaluation import EvalReport
+    from pathrag.eval import EvalReport
 
 __all__ = ["HELP", "command", "print_report", "register"]
 
@@ -50,8 +50,7 @@ def register(app: typer.Typer) -> None:
 
 def command() -> Command:
     """The ``eval`` command itself."""
-    from pathrag.eval.run import check_run_dir
-    from pathrag.evaluation import (
+    from pathrag.eval import (
         DEFAULT_CONFIGURATIONS,
         DEFAULT_MAX_TOKENS,
         EvaluationError,
@@ -61,6 +60,7 @@ def command() -> Command:
         configuration_names,
         read_questions,
     )
+    from pathrag.eval.run import check_run_dir
     from pathrag.index.front import run_sync
 
     from .store import opened
@@ -273,7 +273,7 @@ def print_report(
     report: EvalReport, *, priced: bool = False, approximate: bool = False, console: Console | None = None
 ) -> None:
     """The final tables: configurations (tokens, latency, cost), win rates per pair, model use."""
-    from pathrag.evaluation import DIMENSIONS
+    from pathrag.eval import DIMENSIONS
 
     if console is None:  # piped output gets 80 columns by default: too narrow for these tables
         console = Console(highlight=False)

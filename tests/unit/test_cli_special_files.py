@@ -146,7 +146,7 @@ def test_eval_refuses_a_fifo_questions_file(tmp_path: Path, no_key: None) -> Non
 
 def test_the_library_readers_refuse_a_fifo(tmp_path: Path) -> None:
     from pathrag import NetworkXGraphStore
-    from pathrag.evaluation import EvaluationError, read_questions
+    from pathrag.eval import EvaluationError, read_questions
     from pathrag.importers import import_openie
 
     fifo = tmp_path / "input.json"

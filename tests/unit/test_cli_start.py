@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from langchain_pathrag.cli import app
 
 PROVIDERS = ("langchain_openai", "langchain_core")
-CORE = ("pathrag.evaluation", "pathrag.index.front", "pathrag.sqlite", "numpy", "networkx")
+CORE = ("pathrag.eval", "pathrag.index.front", "pathrag.sqlite", "numpy", "networkx")
 
 
 def modules_after(commands: list[list[str]], *, key: bool) -> set[str]:
@@ -47,7 +47,7 @@ def test_a_commands_help_loads_no_provider() -> None:
 
 def test_eval_is_made_when_it_runs() -> None:
     loaded = modules_after([["eval", "--help"]], key=False)
-    assert "pathrag.evaluation" in loaded  # its options name the evaluation's configurations
+    assert "pathrag.eval" in loaded  # its options name the evaluation's configurations
     assert "langchain_openai" not in loaded
 
 

@@ -204,7 +204,7 @@ def test_a_run_dir_that_is_a_file_is_one_line(tmp_path: Path) -> None:
 
 @pytest.mark.reliability
 def test_a_run_dir_that_is_a_file_is_refused_by_the_library(tmp_path: Path) -> None:
-    from pathrag.evaluation import Evaluation, EvaluationError, OfflineEvalModel
+    from pathrag.eval import Evaluation, EvaluationError, OfflineEvalModel
 
     (tmp_path / "run").write_text("not a folder", encoding="utf-8")
     with pytest.raises(EvaluationError, match="is not a folder: give a new folder"):
@@ -224,7 +224,7 @@ def test_a_run_dir_that_is_a_file_is_refused_by_the_library(tmp_path: Path) -> N
 def test_a_questions_file_line_that_is_not_a_question_is_named(
     tmp_path: Path, text: str, line: int, expected: str
 ) -> None:
-    from pathrag.evaluation import EvaluationError, read_questions
+    from pathrag.eval import EvaluationError, read_questions
 
     questions = tmp_path / "questions.jsonl"
     questions.write_text(text, encoding="utf-8")

@@ -1,4 +1,4 @@
-"""pathrag.evaluation and ``pathrag eval``, offline, with scripted models.
+"""pathrag.eval and ``pathrag eval``, offline, with scripted models.
 
 The scripted models answer each kind of prompt from a table and log every prompt, so the tests can count
 calls exactly (resume must not repeat one) and put hand-picked verdicts in front of the tally.
@@ -16,8 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from langchain_pathrag.cli import app
-from pathrag.eval.prompts import RETRY_SUFFIX
-from pathrag.evaluation import (
+from pathrag.eval import (
     DIMENSIONS,
     Configuration,
     Evaluation,
@@ -40,6 +39,7 @@ from pathrag.evaluation import (
     tally_pair,
     write_questions,
 )
+from pathrag.eval.prompts import RETRY_SUFFIX
 
 
 def verdict(winners: dict[str, int] | int, reason: str = "because") -> str:
@@ -427,7 +427,7 @@ def test_resume_after_a_crash_repeats_no_call(tmp_path):
 
 KILLED_RUN = """
 import hashlib, json, os, signal, sys
-from pathrag.evaluation import DIMENSIONS, Configuration, Evaluation, Question
+from pathrag.eval import DIMENSIONS, Configuration, Evaluation, Question
 
 calls = []
 
@@ -486,7 +486,7 @@ def test_another_judge_model_is_not_served_from_the_journal(tmp_path):
 
 def test_registry_builds_named_configurations_and_plugs_in_new_ones(tmp_path):
     from pathrag.demo import DEMO_PARAMS, open_demo_index
-    from pathrag.evaluation import ConfigurationOptions
+    from pathrag.eval import ConfigurationOptions
 
     assert {"default", "paths-only", "pathrag-lt"} <= set(configuration_names())
     register_configuration(
@@ -723,7 +723,7 @@ def test_eval_command_errors_are_one_line(demo_store, tmp_path):
 
 def test_built_in_configurations_send_what_pathrag_query_sends(tmp_path):
     from pathrag.demo import DEMO_PARAMS, open_demo_index
-    from pathrag.evaluation import ConfigurationOptions
+    from pathrag.eval import ConfigurationOptions
     from pathrag.query.context import answer_prompt, result_context
 
     question = Question("How is the engineer Cassian Drove connected to the Lantern Guild losing its hall?")
@@ -746,7 +746,7 @@ def test_dense_configuration_sends_passages_only_within_the_budget():
     import asyncio
 
     from pathrag.demo import DEMO_PARAMS, open_demo_index
-    from pathrag.evaluation import ConfigurationOptions
+    from pathrag.eval import ConfigurationOptions
     from pathrag.llm.prompts import PASSAGE_INSTRUCTIONS
 
     index, _ = open_demo_index()
@@ -771,7 +771,7 @@ def test_passages_only_in_the_chunk_index_are_the_corpus_and_dense_finds_them():
     import asyncio
 
     from pathrag import HashingEmbedder, PathRAGIndex, VectorItem
-    from pathrag.evaluation import ConfigurationOptions, index_passages
+    from pathrag.eval import ConfigurationOptions, index_passages
 
     index = PathRAGIndex(embedder=HashingEmbedder())  # as an import leaves it: passages, no documents
     index.chunk_index.upsert(

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pathrag.eval.calls import ModelCalls
-from pathrag.evaluation import (
+from pathrag.eval import (
     DIMENSIONS,
     Configuration,
     EvalConfig,
@@ -26,6 +25,7 @@ from pathrag.evaluation import (
     Question,
     evaluate,
 )
+from pathrag.eval.calls import ModelCalls
 
 QUESTIONS = [Question("How did the flood start?"), Question("Who paid for the barrier?")]
 

@@ -1,4 +1,4 @@
-"""The prompts of the evaluation (:mod:`pathrag.evaluation`): question generation and pairwise judging.
+"""The prompts of the evaluation (:mod:`pathrag.eval`): question generation and pairwise judging.
 
 They follow the protocol of the PathRAG and LightRAG papers (corpus-level questions written for imagined
 users and tasks; two answers compared on five dimensions plus an overall verdict), in our own wording.
