@@ -7,7 +7,8 @@ plain model name, the OpenAI-compatible endpoint (``OPENAI_API_KEY``, ``OPENAI_B
 
 The modules: :mod:`~langchain_pathrag.cli.commands` (index, query, paths, delete, stats, demo),
 :mod:`~langchain_pathrag.cli.options` (the options they share), :mod:`~langchain_pathrag.cli.eval` (``pathrag
-eval``), :mod:`~langchain_pathrag.cli.imports` (``pathrag import``), :mod:`~langchain_pathrag.cli.store`
+eval``), :mod:`~langchain_pathrag.cli.imports` (``pathrag import``),
+:mod:`~langchain_pathrag.cli.mcp_server` (``pathrag mcp``, the store as MCP tools), :mod:`~langchain_pathrag.cli.store`
 (opening stores, and the store's errors in the command line's words),
 :mod:`~langchain_pathrag.cli.providers` (``--model`` and ``--embedding-model``),
 :mod:`~langchain_pathrag.cli.readers` (reading files), :mod:`~langchain_pathrag.cli.rendering` (what is
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 from . import eval as _eval
 from . import imports as _imports
+from . import mcp_server as _mcp_server
 from .commands import app
 from .errors import CliError
 from .readers import html_to_text
@@ -32,6 +34,7 @@ __all__ = ["CliError", "app", "html_to_text", "main", "to_html", "to_mermaid"]
 
 _eval.register(app)
 _imports.register(app)
+_mcp_server.register(app)
 
 
 def main() -> None:
