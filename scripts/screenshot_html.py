@@ -1,4 +1,4 @@
-"""Screenshot of ``pathrag paths --format html`` on the demo store, as shown in the README (docs/paths-html.png).
+"""Screenshot of ``pathrag paths --format html`` on the demo store, as shown in docs/cli.md (docs/paths-html.png).
 
     python scripts/screenshot_html.py                      # writes docs/paths-html.png
     python scripts/screenshot_html.py --out /tmp/shot.png --size 1280,900
