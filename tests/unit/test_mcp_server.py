@@ -5,6 +5,7 @@ loopback)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -104,6 +105,10 @@ async def test_the_sdk_client_lists_the_tools_and_calls_each_over_stdio(demo_sto
         smaller = _data(await client.call_tool("retrieve", {"question": QUESTION, "max_tokens": 300}))
         assert smaller["tokens"] <= 300 < retrieved["tokens"]
 
+        # calls in flight together (the SDK runs each in a worker thread, each opens the store): the same answers
+        together = await asyncio.gather(*(client.call_tool("retrieve", {"question": QUESTION}) for _ in range(4)))
+        assert [_data(result) for result in together] == [retrieved] * 4
+
 
 async def test_bad_arguments_are_tool_errors_and_the_server_keeps_answering(demo_store: Path) -> None:
     async with _server(demo_store) as client:
@@ -188,6 +193,9 @@ async def test_with_a_model_query_answers_from_the_context_retrieve_gives(demo_s
         assert _Endpoint.prompts[0].startswith(retrieved["context"] + "\n\n")
         assert "top_k" in _error(await client.call_tool("query", {"question": QUESTION, "top_k": -2}))
         assert len(_Endpoint.prompts) == 1  # a refused call asks the model nothing
+        again = _data(await client.call_tool("query", {"question": QUESTION, "max_tokens": 300}))
+        assert again["answer"] == _Endpoint.ANSWER and len(_Endpoint.prompts) == 2  # a second call works too
+        assert len(_Endpoint.prompts[1]) < len(_Endpoint.prompts[0])  # within the smaller budget
 
 
 def test_pathrag_mcp_help_names_the_tools() -> None:
