@@ -35,7 +35,7 @@ import typer
 from pydantic import Field
 
 from .errors import CliError, one_line
-from .options import DEFAULTS, EMBEDDING_MODEL, MODEL, STORE, retrieval_params
+from .options import DEFAULTS, MODEL, STORE, retrieval_params
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -279,12 +279,13 @@ def register(app: typer.Typer) -> None:
     """Add ``pathrag mcp`` to the command line (the SDK is imported only when it runs)."""
 
     @app.command("mcp")
-    def serve_mcp(
-        store: Path = STORE,
-        model: str = MODEL,
-        embedding_model: str | None = EMBEDDING_MODEL,
-    ) -> None:
-        """Serve the store to MCP clients over stdio: tools retrieve, paths, stats, and query with a model."""
+    def serve_mcp(store: Path = STORE, model: str = MODEL) -> None:
+        """Serve the store to MCP clients over stdio: tools retrieve, paths, stats, and query with a model.
+
+        Each call reads the store as it is then. retrieve, paths and stats call no model; query, listed only
+        when --model names a model that can be made (a plain name needs OPENAI_API_KEY), makes one call.
+        """
+        # no --embedding-model: the server never makes a store, and reads a store with the embeddings it records
         try:
             import mcp.server.mcpserver  # noqa: F401
         except ImportError:
@@ -298,4 +299,4 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"note: no pathrag store at {store} yet: the tools say so until one is built", err=True)
         except CliError as exc:
             typer.echo(f"note: {exc}", err=True)
-        build_server(store, model=model, chat=chat, embedding_model=embedding_model).run("stdio")
+        build_server(store, model=model, chat=chat).run("stdio")
