@@ -23,7 +23,10 @@ the graph; this module supplies the seeds and the keyword model:
   further passages (a retriever has no ``get``: passages it did not return are left out).
 
 Node metadata (``kind``, ``id``, ``score``, ``nodes``, ``hops``, ``source_ids``, ``layout``) is hidden from the
-LLM and from embeddings, so the prompt holds the path text only.
+LLM and from embeddings, so the prompt holds the path text only. Nodes from a pathrag store
+(:class:`~llama_index_pathrag.PathRAGIndexRetriever`) also carry their documents: the metadata each was
+indexed with (``file_name``...; see :meth:`pathrag.RetrievedItem.metadata`), and the first as the node's
+``SOURCE`` relationship (``node.ref_doc_id``).
 
 Bad input: no vector search anywhere → ``ValueError`` naming what to pass; a graph store that is not a
 ``PropertyGraphStore`` or an unknown parameter → ``TypeError``; a bad ``top_k`` / ``num_seeds`` →
@@ -44,7 +47,14 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.graph_stores.types import VECTOR_SOURCE_KEY, EntityNode, PropertyGraphStore
 from llama_index.core.indices.property_graph.sub_retrievers.base import BasePGRetriever
 from llama_index.core.llms import LLM
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import (
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
 from llama_index.core.settings import Settings
 from llama_index.core.vector_stores.types import BasePydanticVectorStore, VectorStoreQuery, VectorStoreQueryResult
 from typing_extensions import override
@@ -195,6 +205,12 @@ class PathRAGRetriever(BasePGRetriever):
                 "the entity embeddings when embed_kg_nodes=True), or use PathRAGQueryEngine.from_index(index)"
             )
         self.params = RetrievalParams.from_settings(params, **settings)
+        if self.params.filter is not None:
+            raise ValueError(
+                "filter needs the documents' metadata, which a property graph store does not keep per document: "
+                "filter the passage_retriever's own nodes, or retrieve from a pathrag store with "
+                "PathRAGIndexRetriever(index, filters=...)"
+            )
         self.similarity_top_k = _check_top_k(similarity_top_k)
         if relation_index is not None and not isinstance(relation_index, VectorIndex):
             raise TypeError(f"relation_index must be a pathrag.VectorIndex, got {type(relation_index).__name__}")
@@ -262,10 +278,17 @@ def _nodes(result: RetrievalResult, top_k: int | None) -> list[NodeWithScore]:
     nodes = []
     for item in result_context(result, max_items=top_k).ranked:
         metadata = {**item.metadata(), "layout": result.context}
+        # the first document is the node's SOURCE (ref_doc_id), as a LlamaIndex reader's node has it
+        relationships = (
+            {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc.id, metadata=dict(doc.metadata))}
+            if (doc := next(iter(item.documents), None)) is not None
+            else {}
+        )
         node = TextNode(
             id_=item.id,
             text=item.text,
             metadata=metadata,
+            relationships=relationships,
             excluded_llm_metadata_keys=list(metadata),
             excluded_embed_metadata_keys=list(metadata),
         )

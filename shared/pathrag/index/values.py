@@ -72,7 +72,7 @@ def json_metadata(metadata: Any, *, what: str = "metadata") -> dict[str, Any]:
             return [safe(v, depth + 1) for v in items]
         return replace_surrogates(str(value))
 
-    cleaned = safe(metadata, 0)
+    cleaned: dict[str, Any] = safe(metadata, 0)
     size = len(json.dumps(cleaned, ensure_ascii=False).encode("utf-8"))
     if size > MAX_METADATA_BYTES:
         raise ValueError(
