@@ -3,6 +3,7 @@ pypdf); FIFOs, sockets and devices are skipped with a note (reading a FIFO would
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from html.parser import HTMLParser
@@ -277,7 +278,8 @@ def file_metadata(path: Path, text: str) -> tuple[dict[str, Any], str | None]:
     base = {"source": str(path)}
     try:
         found = front_matter(text)
-        return (json_metadata({**found, **base}), None) if found else (base, None)
+        # YAML reads dates as dates: kept as their ISO text, as JSON holds them
+        return (json_metadata(json.loads(json.dumps({**found, **base}, default=str))), None) if found else (base, None)
     except (FrontMatterError, ValueError) as exc:
         return base, f"its front matter is not kept: {exc}"
 

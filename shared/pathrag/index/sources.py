@@ -203,15 +203,16 @@ def finish(result: RetrievalResult, documents: CommittedDocuments, params: Retri
         result = _filtered(result, documents, params)
     ids = {cid for item in result.items for cid in item.source_ids}
     claims = documents.claims(ids)
-    per_item: list[list[str]] = []
+    metadata = documents.metadata({d for doc_ids in claims.values() for d in doc_ids})
+    if params.filter is not None:  # a chunk two documents hold: the other one's metadata is not shown either
+        test = predicate(params.filter)
+        metadata = {d: meta for d, meta in metadata.items() if test(meta)}
+    items = []
     for item in result.items:
-        doc_ids = dict.fromkeys(d for cid in item.source_ids for d in claims.get(cid, ()))
-        per_item.append(list(doc_ids)[:MAX_ITEM_DOCUMENTS])
-    metadata = documents.metadata({d for doc_ids in per_item for d in doc_ids})
-    result.items = [
-        replace(item, documents=tuple(SourceDocument(d, metadata[d]) for d in doc_ids if d in metadata))
-        for item, doc_ids in zip(result.items, per_item, strict=True)
-    ]
+        doc_ids = [d for d in dict.fromkeys(d for cid in item.source_ids for d in claims.get(cid, ())) if d in metadata]
+        found = tuple(SourceDocument(d, metadata[d]) for d in doc_ids[:MAX_ITEM_DOCUMENTS])
+        items.append(replace(item, documents=found))
+    result.items = items
     return result
 
 

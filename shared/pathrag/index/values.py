@@ -44,35 +44,38 @@ such keys. A document over it is refused (``ValueError`` naming ``metadata``), n
 
 
 def json_metadata(metadata: Any, *, what: str = "metadata") -> dict[str, Any]:
-    """``metadata`` as JSON-safe values (what a store keeps and gives back): keys as strings, tuples and sets
-    as lists, dates, paths and other objects as their ``str``, NaN and infinities as their names.
+    """``metadata`` as the JSON a store keeps and gives back: keys as strings, tuples and sets as lists.
 
-    >>> import datetime, pathlib
-    >>> json_metadata({"source": pathlib.Path("a/b.md"), "day": datetime.date(2024, 5, 1), "pages": (1, 2)})
-    {'source': 'a/b.md', 'day': '2024-05-01', 'pages': [1, 2]}
+    >>> json_metadata({"source": "a/b.md", "pages": (1, 2)})
+    {'source': 'a/b.md', 'pages': [1, 2]}
 
     Raises:
         TypeError: ``metadata`` is not a mapping.
-        ValueError: its JSON is over :data:`MAX_METADATA_BYTES`, or it nests deeper than 32 levels.
+        ValueError: a value that is not JSON (a date, an object: convert it first, e.g. to its ``str``), a float
+            that is not finite, nesting deeper than 32 levels, or JSON over :data:`MAX_METADATA_BYTES`.
     """
     if not isinstance(metadata, Mapping):
         raise TypeError(f"{what} must be a dict, got {type(metadata).__name__}")
 
-    def safe(value: Any, depth: int) -> Any:
+    def safe(value: Any, key: str, depth: int) -> Any:
         if depth > 32:
             raise ValueError(f"{what} nests deeper than 32 levels")
-        if value is None or isinstance(value, (str, bool, int)):
-            return replace_surrogates(value) if isinstance(value, str) else value
+        if value is None or isinstance(value, (bool, int)):
+            return value
+        if isinstance(value, str):
+            return replace_surrogates(value)
         if isinstance(value, float):
-            return value if math.isfinite(value) else str(value)
+            if not math.isfinite(value):
+                raise ValueError(f"{what} must be JSON-serialisable: {key} is {value!r}")
+            return value
         if isinstance(value, Mapping):
-            return {replace_surrogates(str(k)): safe(v, depth + 1) for k, v in value.items()}
+            return {replace_surrogates(str(k)): safe(v, f"{key}[{k!r}]", depth + 1) for k, v in value.items()}
         if isinstance(value, (list, tuple, set, frozenset)):
             items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
-            return [safe(v, depth + 1) for v in items]
-        return replace_surrogates(str(value))
+            return [safe(v, f"{key}[{n}]", depth + 1) for n, v in enumerate(items)]
+        raise ValueError(f"{what} must be JSON-serialisable: {key} is a {type(value).__name__}")
 
-    cleaned: dict[str, Any] = safe(metadata, 0)
+    cleaned: dict[str, Any] = {replace_surrogates(str(k)): safe(v, f"key {k!r}", 1) for k, v in metadata.items()}
     size = len(json.dumps(cleaned, ensure_ascii=False).encode("utf-8"))
     if size > MAX_METADATA_BYTES:
         raise ValueError(
