@@ -135,6 +135,21 @@ def shared_store(directory: Path | None = None) -> tuple[PathRAGIndex, list[Docu
 
 
 @pytest.mark.parametrize("stored", [False, True])
+def test_every_kind_of_item_is_isolated(tmp_path: Path, stored: bool) -> None:
+    index, docs = shared_store(tmp_path if stored else None)
+    check_isolation(index, docs)
+    kinds = {
+        item.kind
+        for question in QUESTIONS
+        for context in ("evidence", "paths")
+        for item in index.retrieve(question, keyword_llm=False, context=context, filter={"user": "ana"}).items
+    }
+    assert kinds == {"path", "passage", "entity"}  # what check_isolation went through, filtered
+    if stored:
+        index.close()
+
+
+@pytest.mark.parametrize("stored", [False, True])
 def test_a_merged_description_shows_only_the_matching_documents_part(tmp_path: Path, stored: bool) -> None:
     ana = Document(
         id="a",
