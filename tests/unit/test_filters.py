@@ -8,6 +8,7 @@ so a marker of another user anywhere in a filtered result is a leak.
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -16,8 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document as LCDocument
 from llama_index.core.vector_stores.types import FilterCondition, MetadataFilter, MetadataFilters
+from typer.testing import CliRunner
 
 from langchain_pathrag import PathRAGEmbeddings, PathRAGIndexer, PathRAGRetriever
+from langchain_pathrag.cli import app
 from llama_index_pathrag import PathRAGIndexRetriever
 from llama_index_pathrag.filters import to_pathrag_filter
 from pathrag import Document, HashingEmbedder, NetworkXGraphStore, PathRAGIndex, Relation, RetrievalParams, retrieve
@@ -268,3 +271,20 @@ async def test_llama_index_metadata_filters_isolate_users(tmp_path: Path) -> Non
     ]:
         with pytest.raises(ValueError, match=words):
             to_pathrag_filter(bad)
+
+
+def test_the_command_line_takes_a_filter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    index, _ = shared_store(tmp_path)
+    index.close()
+    query = ["query", "How is Mara linked to the Gull?", "--store", str(tmp_path), "--context-only", "--json"]
+    everyone = CliRunner().invoke(app, query)
+    assert everyone.exit_code == 0 and "bensecret" in everyone.stdout, everyone.output
+    result = CliRunner().invoke(app, [*query, "--param", 'filter={"user": "ana"}'])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert "anasecret" in result.stdout and "bensecret" not in result.stdout and "cysecret" not in result.stdout
+    assert {doc for item in shown["sources"] for doc in item["documents"]} <= {"ana-0", "ana-3"}
+    refused = CliRunner().invoke(app, [*query, "--param", 'filter={"user": {"$gt": "a"}}'])
+    assert refused.exit_code == 2 and "unknown operator '$gt' for key 'user'" in refused.stderr
+    assert "Traceback" not in refused.output
