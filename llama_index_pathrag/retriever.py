@@ -38,7 +38,7 @@ model that fails or answers without usable JSON is logged and replaced by the qu
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -48,6 +48,7 @@ from llama_index.core.graph_stores.types import VECTOR_SOURCE_KEY, EntityNode, P
 from llama_index.core.indices.property_graph.sub_retrievers.base import BasePGRetriever
 from llama_index.core.llms import LLM
 from llama_index.core.schema import (
+    BaseNode,
     MetadataMode,
     NodeRelationship,
     NodeWithScore,
@@ -114,16 +115,22 @@ class _EntitySeeds:
 
 
 class _Passages:
-    """The read side of a pathrag ``VectorIndex`` over a LlamaIndex retriever of chunks (its own top-k)."""
+    """The read side of a pathrag ``VectorIndex`` over a LlamaIndex retriever of chunks (its own top-k). One
+    per query: it keeps the nodes it found (``found``), whose source and metadata the passages keep."""
 
     def __init__(self, retriever: BaseRetriever) -> None:
         self.retriever = retriever
+        self.found: dict[str, BaseNode] = {}
+
+    def _hits(self, found: list[NodeWithScore], k: int) -> list[VectorHit]:
+        self.found.update((n.node.node_id, n.node) for n in found[:k])
+        return [_passage_hit(n) for n in found][:k]
 
     def query(self, text: str, k: int) -> list[VectorHit]:
-        return [_passage_hit(n) for n in self.retriever.retrieve(text)][:k]
+        return self._hits(self.retriever.retrieve(text), k)
 
     async def aquery(self, text: str, k: int) -> list[VectorHit]:
-        return [_passage_hit(n) for n in await self.retriever.aretrieve(text)][:k]
+        return self._hits(await self.retriever.aretrieve(text), k)
 
 
 def _passage_hit(found: NodeWithScore) -> VectorHit:
@@ -223,7 +230,7 @@ class PathRAGRetriever(BasePGRetriever):
             raise TypeError(
                 f"passage_retriever must be a llama_index retriever, got {type(passage_retriever).__name__}"
             )
-        self._passages = _Passages(passage_retriever) if passage_retriever is not None else None
+        self._passage_retriever = passage_retriever
         super().__init__(graph_store=graph_store, include_text=False, callback_manager=callback_manager)
 
     def _graph(self) -> PropertyGraphStoreAdapter:  # one per query
@@ -233,34 +240,41 @@ class PathRAGRetriever(BasePGRetriever):
         return PropertyGraphStoreAdapter(self._graph_store, ignore_relations=self.ignore_relations)
 
     # _EntitySeeds and _Passages are the read half of a VectorIndex: retrieval only queries them
+    def _passages(self) -> _Passages | None:  # one per query
+        return _Passages(self._passage_retriever) if self._passage_retriever is not None else None
+
     @override
     def retrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        passages = self._passages()
         return _nodes(
             retrieve(
                 query_bundle.query_str,
                 graph=self._graph(),
                 entity_index=self._seeds,  # type: ignore[arg-type]
-                passage_index=self._passages,  # type: ignore[arg-type]
+                passage_index=passages,  # type: ignore[arg-type]
                 relation_index=self._relations,
                 llm=self._llm,
                 params=self.params,
             ),
             self.similarity_top_k,
+            passages.found if passages is not None else {},
         )
 
     @override
     async def aretrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        passages = self._passages()
         return _nodes(
             await aretrieve(
                 query_bundle.query_str,
                 graph=self._graph(),
                 entity_index=self._seeds,  # type: ignore[arg-type]
-                passage_index=self._passages,  # type: ignore[arg-type]
+                passage_index=passages,  # type: ignore[arg-type]
                 relation_index=self._relations,
                 llm=self._llm,
                 params=self.params,
             ),
             self.similarity_top_k,
+            passages.found if passages is not None else {},
         )
 
 
@@ -273,8 +287,11 @@ def _check_top_k(similarity_top_k: Any) -> int | None:
     return similarity_top_k
 
 
-def _nodes(result: RetrievalResult, top_k: int | None) -> list[NodeWithScore]:
-    """The items the context shows first (within its budget, at most ``top_k``), best first."""
+def _nodes(
+    result: RetrievalResult, top_k: int | None, passages: Mapping[str, BaseNode] | None = None
+) -> list[NodeWithScore]:
+    """The items the context shows first (within its budget, at most ``top_k``), best first. ``passages``: the
+    chunks a passage retriever found, whose SOURCE and metadata their passages keep."""
     nodes = []
     for item in result_context(result, max_items=top_k).ranked:
         metadata = {**item.metadata(), "layout": result.context}
@@ -284,6 +301,11 @@ def _nodes(result: RetrievalResult, top_k: int | None) -> list[NodeWithScore]:
             if (doc := next(iter(item.documents), None)) is not None
             else {}
         )
+        chunk = (passages or {}).get(item.id) if item.kind == "passage" else None
+        if chunk is not None:  # the chunk's own source and metadata (file_name...), pathrag's keys first
+            metadata = {**{k: v for k, v in chunk.metadata.items() if k != EXTRACTED_KEY}, **metadata}
+            if NodeRelationship.SOURCE in chunk.relationships:
+                relationships = {NodeRelationship.SOURCE: chunk.relationships[NodeRelationship.SOURCE]}
         node = TextNode(
             id_=item.id,
             text=item.text,

@@ -187,3 +187,33 @@ def test_the_cli_keeps_the_file_path_and_its_front_matter(tmp_path: Path, capsys
     assert "broken.md: its front matter is not kept: front matter is not YAML" in err
     assert "list.md: its front matter is not kept: front matter is a list" in err
     assert json.loads(json.dumps(docs["log.md"].metadata)) == docs["log.md"].metadata
+
+
+def test_property_graph_passages_keep_their_chunks_source() -> None:
+    from llama_index.core import VectorStoreIndex
+
+    from llama_index_pathrag import HashingEmbedding
+    from llama_index_pathrag import PathRAGRetriever as LlamaPathRAGRetriever
+
+    from .test_llama_index_retrieval import QUESTION as HARBOUR_QUESTION
+    from .test_llama_index_retrieval import build_harbour_index
+
+    index, _ = build_harbour_index()
+    chunks = {n.node_id: n for n in index.docstore.docs.values() if n.get_content().strip()}
+    passages = VectorStoreIndex(list(chunks.values()), embed_model=HashingEmbedding(64)).as_retriever(
+        similarity_top_k=6
+    )
+    retriever = LlamaPathRAGRetriever(
+        index.property_graph_store,
+        vector_store=index.vector_store,
+        embed_model=HashingEmbedding(64),
+        passage_retriever=passages,
+        num_seeds=3,
+        top_k=5,
+    )
+    found = [n.node for n in retriever.retrieve(HARBOUR_QUESTION) if n.node.metadata["kind"] == "passage"]
+    assert found
+    for node in found:
+        assert node.ref_doc_id is not None and node.ref_doc_id == chunks[node.node_id].ref_doc_id
+    with pytest.raises(ValueError, match="filter needs the documents' metadata"):
+        LlamaPathRAGRetriever(index.property_graph_store, vector_store=index.vector_store, filter={"user": "ana"})
