@@ -304,8 +304,8 @@ def _nodes(
         chunk = (passages or {}).get(item.id) if item.kind == "passage" else None
         if chunk is not None:  # the chunk's own source and metadata (file_name...), pathrag's keys first
             metadata = {**{k: v for k, v in chunk.metadata.items() if k != EXTRACTED_KEY}, **metadata}
-            if NodeRelationship.SOURCE in chunk.relationships:
-                relationships = {NodeRelationship.SOURCE: chunk.relationships[NodeRelationship.SOURCE]}
+            if isinstance(source := chunk.relationships.get(NodeRelationship.SOURCE), RelatedNodeInfo):
+                relationships = {NodeRelationship.SOURCE: source}
         node = TextNode(
             id_=item.id,
             text=item.text,
