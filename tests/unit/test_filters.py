@@ -288,3 +288,37 @@ def test_the_command_line_takes_a_filter(tmp_path: Path, monkeypatch: pytest.Mon
     refused = CliRunner().invoke(app, [*query, "--param", 'filter={"user": {"$gt": "a"}}'])
     assert refused.exit_code == 2 and "unknown operator '$gt' for key 'user'" in refused.stderr
     assert "Traceback" not in refused.output
+
+
+JSON_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(-3, 3, allow_nan=False).map(lambda f: round(f, 1)),
+    st.sampled_from(["ana", "ben", "1", "", "Ana"]),
+    st.lists(st.sampled_from(["a", "b"]), max_size=2),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(st.dictionaries(st.sampled_from(["user", "n", "odd key"]), JSON_VALUES, max_size=3), max_size=8),
+    wanted=st.dictionaries(
+        st.sampled_from(["user", "n", "odd key"]),
+        st.one_of(JSON_VALUES, st.lists(JSON_VALUES, max_size=3).map(lambda vs: {"$in": vs})),
+        min_size=1,
+        max_size=2,
+    ),
+)
+def test_the_stores_prefilter_never_drops_a_matching_document(rows: list[dict], wanted: dict) -> None:
+    """The SQL a store narrows its documents with keeps every document the exact test accepts."""
+    import sqlite3
+
+    from pathrag.index.sources import _prefilter
+
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE documents (id TEXT, metadata TEXT)")
+    db.executemany("INSERT INTO documents VALUES (?, ?)", [(str(n), json.dumps(row)) for n, row in enumerate(rows)])
+    where, params = _prefilter(wanted)
+    kept = {doc_id for (doc_id,) in db.execute(f"SELECT id FROM documents{where}", params)}
+    assert {str(n) for n, row in enumerate(rows) if matches(row, wanted)} <= kept
