@@ -20,10 +20,9 @@ Passages an importer put in the chunk index (no document claims them) have no do
 leaves them out.
 
 Cost: a filtered retrieval finds the matching documents first. In a store, the conditions on string and
-number values narrow the documents in SQL (:func:`_prefilter`) before the exact test; measured on 50,000
-documents of 100 users, 21 to 41 ms a lookup instead of 258 to 304 ms reading them all (two runs of
-``benchmarks/filter_lookup.py`` on a shared 2-core machine);
-in memory the documents are tested one by one.
+number values narrow the documents in SQL (:func:`_prefilter`) before the exact test, so a user's few
+documents are found without decoding every document's metadata (``benchmarks/filter_lookup.py`` compares
+the two); in memory the documents are tested one by one.
 """
 
 from __future__ import annotations
