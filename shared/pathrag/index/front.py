@@ -71,7 +71,6 @@ from ..llm.calls import LLMCaller, OperationCalls
 from ..llm.client import LanguageModel, RememberingLanguageModel, as_language_model
 from ..models import Entity, Relation
 from ..names import check_name
-from ..params import RetrievalParams
 from ..query.retrieval import RetrievalResult, aretrieve, retrieve
 from ..sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, store_exists, write_snapshot
 from ..sqlite.legacy import legacy_files
@@ -84,7 +83,7 @@ from .extraction import extract_records
 from .merging import relation_key
 from .rebuild import Rebuilt, Summariser, rebuild, sync_chunk_vectors
 from .records import ChunkRecord, DocumentRecord, cited
-from .sources import CommittedDocuments, committed_documents, core_params, finish
+from .sources import CommittedDocuments, committed_documents, core_params, finish, wanted_params
 from .staging import Staged
 from .values import INSERT_BATCH, ChunkFailure, DeleteSummary, Document, IndexConfig, InsertSummary, iter_documents
 
@@ -472,7 +471,7 @@ class PathRAGIndex:
         committed state, whatever writes run meanwhile (see :meth:`aread_committed`); a read that is run
         again asks the LLM nothing new.
         """
-        llm, wanted = self._keyword_model(keyword_llm), _wanted(params)
+        llm, wanted = self._keyword_model(keyword_llm), wanted_params(params)
         return self.read_committed(
             lambda graph, indexes: finish(
                 retrieve(
@@ -491,7 +490,7 @@ class PathRAGIndex:
 
     async def aretrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
         """Async twin of :meth:`retrieve`."""
-        llm, wanted = self._keyword_model(keyword_llm), _wanted(params)
+        llm, wanted = self._keyword_model(keyword_llm), wanted_params(params)
 
         async def read(graph: GraphStore, indexes: Mapping[str, VectorIndex]) -> RetrievalResult:
             found = await aretrieve(
@@ -938,14 +937,6 @@ def _same_document(known: DocumentRecord, content: str, doc: Document) -> bool:
     """Whether the document stored as ``known`` is ``doc`` already: the same chunks, all extracted, and the
     same metadata (which the results carry and the filters read)."""
     return known.hash == content and not known.failed and known.metadata == doc.metadata
-
-
-def _wanted(params: dict[str, Any]) -> RetrievalParams:
-    """The settings a retrieval asks for: ``params=`` (a :class:`RetrievalParams`) and fields by name on top."""
-    given = params.pop("params", None)
-    if given is not None and not isinstance(given, RetrievalParams):
-        raise TypeError(f"params must be a RetrievalParams, got {type(given).__name__}")
-    return (given or RetrievalParams()).override(**params)
 
 
 def _batches(items: Iterator[T], size: int) -> Iterator[list[T]]:

@@ -44,7 +44,14 @@ from .records import MemoryRecordTables, RecordTables, SQLiteRecordTables
 if TYPE_CHECKING:
     from ..sqlite.store import SQLiteStore
 
-__all__ = ["MAX_ITEM_DOCUMENTS", "CommittedDocuments", "committed_documents", "core_params", "finish"]
+__all__ = [
+    "MAX_ITEM_DOCUMENTS",
+    "CommittedDocuments",
+    "committed_documents",
+    "core_params",
+    "finish",
+    "wanted_params",
+]
 
 MAX_ITEM_DOCUMENTS = 16
 """The most documents one item carries (the first its source chunks name): an entity many documents mention
@@ -205,6 +212,19 @@ def committed_documents(records: RecordTables, store: SQLiteStore | None = None)
     if isinstance(records, MemoryRecordTables):
         return _MemoryDocuments(records)
     return CommittedDocuments(records)
+
+
+def wanted_params(settings: dict[str, Any]) -> RetrievalParams:
+    """The settings a retrieval asks for from its keyword arguments: ``params`` (a :class:`RetrievalParams`,
+    taken out of ``settings``) with the other fields by name on top.
+
+    >>> wanted_params({"params": RetrievalParams(top_k=5), "theta": 0.1}).top_k
+    5
+    """
+    given = settings.pop("params", None)
+    if given is not None and not isinstance(given, RetrievalParams):
+        raise TypeError(f"params must be a RetrievalParams, got {type(given).__name__}")
+    return (given or RetrievalParams()).override(**settings)
 
 
 def core_params(params: RetrievalParams) -> RetrievalParams:
