@@ -459,19 +459,41 @@ class PathRAGIndexer:
         return await self.index.adelete(doc_ids)
 
     def get_by_ids(self, ids: Sequence[str]) -> list[Document]:
-        """The indexed documents among ``ids`` (unknown ids are left out), as ``VectorStore.get_by_ids``.
+        """The indexed documents and chunks among ``ids`` (unknown ids are left out), as
+        ``VectorStore.get_by_ids``: the ids a retrieval hands out (``metadata["document_ids"]``,
+        ``metadata["source_ids"]``, a passage's ``id``) all work.
 
-        ``page_content`` is the document's chunks as indexed, joined by blank lines (the splitter's
-        overlap, if any, repeats); ``metadata`` is as given (kept as JSON).
+        A document: ``page_content`` is its chunks as indexed, joined by blank lines (the splitter's
+        overlap, if any, repeats); ``metadata`` is as given (kept as JSON). A chunk: ``page_content`` is its
+        text, ``metadata`` its first document's with ``chunk_id`` and ``document_ids`` (every document that
+        holds it).
         """
         if isinstance(ids, str):
             ids = [ids]
         out = []
+        chunk_ids = []
         for doc_id in dict.fromkeys(ids):
             record = self.index.documents.get(doc_id)
             if record is not None:
                 texts = [self.index.chunks[cid].text for cid in record.chunks if cid in self.index.chunks]
                 out.append(Document(id=doc_id, page_content="\n\n".join(texts), metadata=dict(record.metadata)))
+            else:
+                chunk_ids.append(doc_id)
+        return out + (self.index.read_committed(lambda *_: self._chunk_documents(chunk_ids)) if chunk_ids else [])
+
+    def _chunk_documents(self, chunk_ids: list[str]) -> list[Document]:
+        """The live chunks among ``chunk_ids`` as documents (see :meth:`get_by_ids`), read in one committed state."""
+        documents = self.index.committed_documents()
+        texts = self.index.chunk_texts(chunk_ids)
+        claims = documents.claims(texts)
+        metadata = documents.metadata({doc_ids[0] for doc_ids in claims.values() if doc_ids})
+        out = []
+        for cid, text in texts.items():
+            holders = claims.get(cid, [])
+            first = metadata.get(holders[0], {}) if holders else {}
+            out.append(
+                Document(id=cid, page_content=text, metadata={**first, "chunk_id": cid, "document_ids": holders})
+            )
         return out
 
     # -- retrieval and persistence -------------------------------------------------------------------

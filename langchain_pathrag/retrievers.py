@@ -44,6 +44,7 @@ from pathrag import (
     as_graph_store,
     retrieve,
 )
+from pathrag.index.sources import core_params, finish
 from pathrag.query.context import result_context
 
 from .adapters import LangChainLanguageModel, LangChainVectorIndex
@@ -120,7 +121,13 @@ class PathRAGRetriever(BaseRetriever):
 
     Each document: ``page_content`` is the path (or passage) as text, ``id`` is stable, ``metadata``
     holds ``kind`` (``"path"``, ``"entity"`` or ``"passage"``), ``id``, ``score``, ``nodes``, ``hops`` and
-    ``source_ids`` (the chunk ids behind it). An empty query gives ``[]``; a non-string, a ``TypeError``;
+    ``source_ids`` (the chunk ids behind it). With ``index``, also the documents those chunks belong to:
+    ``document_ids``, ``documents`` (each one's id and the metadata it was indexed with), ``source`` (the
+    first one's ``metadata["source"]``, else its id) and the metadata keys they share (see
+    :meth:`pathrag.RetrievedItem.metadata`); ``PathRAGIndexer.get_by_ids`` takes those document ids and the
+    chunk ids. ``filter`` (a setting: ``search_kwargs={"filter": {"user": "ana"}}``, ``{"$in": [...]}`` for
+    one of several values) keeps only text from the documents whose metadata matches; it needs ``index``.
+    An empty query gives ``[]``; a non-string, a ``TypeError``;
     ``k`` below 1, a ``ValueError``. :func:`format_context` lays them out exactly as the core's
     :func:`pathrag.query.context.result_context`.
     """
@@ -249,24 +256,39 @@ class PathRAGRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
-        arguments, k = self._arguments(run_manager, kwargs), self.k if k is None else _check_k(k)
-        return _to_documents(self._read(lambda sources: retrieve(query, **arguments(sources))), k)
+        (arguments, wanted), k = self._arguments(run_manager, kwargs), self.k if k is None else _check_k(k)
+        return _to_documents(self._read(lambda sources: self._finish(retrieve(query, **arguments(sources)), wanted)), k)
 
     @override
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
-        arguments, k = self._arguments(run_manager, kwargs), self.k if k is None else _check_k(k)
-        return _to_documents(await self._aread(lambda sources: aretrieve(query, **arguments(sources))), k)
+        (arguments, wanted), k = self._arguments(run_manager, kwargs), self.k if k is None else _check_k(k)
+
+        async def read(sources: _Sources) -> RetrievalResult:
+            return self._finish(await aretrieve(query, **arguments(sources)), wanted)
+
+        return _to_documents(await self._aread(read), k)
+
+    def _finish(self, result: RetrievalResult, wanted: RetrievalParams) -> RetrievalResult:
+        """With an index: each item's documents, and the filter of ``wanted`` applied (in the same committed
+        read as the retrieval)."""
+        if self.index is None:
+            return result
+        return finish(result, self.index.committed_documents(), wanted)
 
     def _arguments(
         self,
         run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun,
         kwargs: dict[str, Any],
-    ) -> Callable[[_Sources], dict[str, Any]]:
-        """The core's arguments for one call, given what it reads (settings checked before any read)."""
+    ) -> tuple[Callable[[_Sources], dict[str, Any]], RetrievalParams]:
+        """The core's arguments for one call, given what it reads (settings checked before any read), and the
+        settings asked for (with an index, the core runs without the filter, which :meth:`_finish` applies)."""
         kwargs.pop("verbose", None)  # BaseRetriever.invoke's own flag, forwarded along with ours
         params, llm = self.params.override(**kwargs), self._keyword_llm(run_manager)
+        wanted = params
+        if self.index is not None:  # the index applies the filter after the core's retrieval (see _finish)
+            params = core_params(params)
         config = _child_config(run_manager, ENTITY_SEARCH_TAG)
         return lambda sources: {
             "graph": sources.graph,
@@ -275,7 +297,7 @@ class PathRAGRetriever(BaseRetriever):
             "relation_index": sources.relations,
             "llm": llm,
             "params": params,
-        }
+        }, wanted
 
     def _keyword_llm(
         self, run_manager: CallbackManagerForRetrieverRun | AsyncCallbackManagerForRetrieverRun

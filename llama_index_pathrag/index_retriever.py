@@ -25,10 +25,12 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.llms import LLM
 from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.vector_stores.types import MetadataFilters
 from typing_extensions import override
 
 from pathrag import PathRAGIndex, RetrievalParams
 
+from .filters import to_pathrag_filter
 from .retriever import _check_top_k, _LlamaLanguageModel, _nodes
 
 __all__ = ["PathRAGIndexRetriever"]
@@ -53,7 +55,10 @@ class PathRAGIndexRetriever(BaseRetriever):
     ``similarity_top_k``: at most this many nodes (``None``: as many as the token budget holds).
     ``keyword_llm``: ask the index's LLM for the query's keywords (``False``: search with the query text).
     ``params`` / ``settings``: a :class:`pathrag.RetrievalParams` and any of its fields by name (``top_k=5``,
-    ``max_tokens=1200``...) on top of it.
+    ``max_tokens=1200``...) on top of it. ``filters``: LlamaIndex ``MetadataFilters`` on the documents'
+    metadata (``EQ`` and ``IN`` joined by ``AND``; others refused, see :mod:`llama_index_pathrag.filters`):
+    only text from the matching documents reaches the nodes. Each node carries its documents' metadata and
+    the first one as its ``SOURCE`` (``node.ref_doc_id``).
     """
 
     def __init__(
@@ -63,12 +68,18 @@ class PathRAGIndexRetriever(BaseRetriever):
         similarity_top_k: int | None = None,
         keyword_llm: bool = True,
         callback_manager: CallbackManager | None = None,
+        filters: MetadataFilters | None = None,
         params: RetrievalParams | None = None,
         **settings: Any,
     ) -> None:
         if not isinstance(index, PathRAGIndex):
             raise TypeError(f"index must be a pathrag.PathRAGIndex, got {type(index).__name__}")
         self.index = index
+        translated = to_pathrag_filter(filters)
+        if translated is not None:
+            if "filter" in settings:
+                raise ValueError("pass filters= (LlamaIndex MetadataFilters) or filter= (a pathrag filter), not both")
+            settings["filter"] = translated
         self.params = RetrievalParams.from_settings(params, **settings)
         self.similarity_top_k = _check_top_k(similarity_top_k)
         self.keyword_llm = keyword_llm

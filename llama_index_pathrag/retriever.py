@@ -23,7 +23,10 @@ the graph; this module supplies the seeds and the keyword model:
   further passages (a retriever has no ``get``: passages it did not return are left out).
 
 Node metadata (``kind``, ``id``, ``score``, ``nodes``, ``hops``, ``source_ids``, ``layout``) is hidden from the
-LLM and from embeddings, so the prompt holds the path text only.
+LLM and from embeddings, so the prompt holds the path text only. Nodes from a pathrag store
+(:class:`~llama_index_pathrag.PathRAGIndexRetriever`) also carry their documents: the metadata each was
+indexed with (``file_name``...; see :meth:`pathrag.RetrievedItem.metadata`), and the first as the node's
+``SOURCE`` relationship (``node.ref_doc_id``).
 
 Bad input: no vector search anywhere → ``ValueError`` naming what to pass; a graph store that is not a
 ``PropertyGraphStore`` or an unknown parameter → ``TypeError``; a bad ``top_k`` / ``num_seeds`` →
@@ -35,7 +38,7 @@ model that fails or answers without usable JSON is logged and replaced by the qu
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -44,7 +47,15 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.graph_stores.types import VECTOR_SOURCE_KEY, EntityNode, PropertyGraphStore
 from llama_index.core.indices.property_graph.sub_retrievers.base import BasePGRetriever
 from llama_index.core.llms import LLM
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import (
+    BaseNode,
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
 from llama_index.core.settings import Settings
 from llama_index.core.vector_stores.types import BasePydanticVectorStore, VectorStoreQuery, VectorStoreQueryResult
 from typing_extensions import override
@@ -104,16 +115,22 @@ class _EntitySeeds:
 
 
 class _Passages:
-    """The read side of a pathrag ``VectorIndex`` over a LlamaIndex retriever of chunks (its own top-k)."""
+    """The read side of a pathrag ``VectorIndex`` over a LlamaIndex retriever of chunks (its own top-k). One
+    per query: it keeps the nodes it found (``found``), whose source and metadata the passages keep."""
 
     def __init__(self, retriever: BaseRetriever) -> None:
         self.retriever = retriever
+        self.found: dict[str, BaseNode] = {}
+
+    def _hits(self, found: list[NodeWithScore], k: int) -> list[VectorHit]:
+        self.found.update((n.node.node_id, n.node) for n in found[:k])
+        return [_passage_hit(n) for n in found][:k]
 
     def query(self, text: str, k: int) -> list[VectorHit]:
-        return [_passage_hit(n) for n in self.retriever.retrieve(text)][:k]
+        return self._hits(self.retriever.retrieve(text), k)
 
     async def aquery(self, text: str, k: int) -> list[VectorHit]:
-        return [_passage_hit(n) for n in await self.retriever.aretrieve(text)][:k]
+        return self._hits(await self.retriever.aretrieve(text), k)
 
 
 def _passage_hit(found: NodeWithScore) -> VectorHit:
@@ -195,6 +212,12 @@ class PathRAGRetriever(BasePGRetriever):
                 "the entity embeddings when embed_kg_nodes=True), or use PathRAGQueryEngine.from_index(index)"
             )
         self.params = RetrievalParams.from_settings(params, **settings)
+        if self.params.filter is not None:
+            raise ValueError(
+                "filter needs the documents' metadata, which a property graph store does not keep per document: "
+                "filter the passage_retriever's own nodes, or retrieve from a pathrag store with "
+                "PathRAGIndexRetriever(index, filters=...)"
+            )
         self.similarity_top_k = _check_top_k(similarity_top_k)
         if relation_index is not None and not isinstance(relation_index, VectorIndex):
             raise TypeError(f"relation_index must be a pathrag.VectorIndex, got {type(relation_index).__name__}")
@@ -207,7 +230,7 @@ class PathRAGRetriever(BasePGRetriever):
             raise TypeError(
                 f"passage_retriever must be a llama_index retriever, got {type(passage_retriever).__name__}"
             )
-        self._passages = _Passages(passage_retriever) if passage_retriever is not None else None
+        self._passage_retriever = passage_retriever
         super().__init__(graph_store=graph_store, include_text=False, callback_manager=callback_manager)
 
     def _graph(self) -> PropertyGraphStoreAdapter:  # one per query
@@ -217,34 +240,41 @@ class PathRAGRetriever(BasePGRetriever):
         return PropertyGraphStoreAdapter(self._graph_store, ignore_relations=self.ignore_relations)
 
     # _EntitySeeds and _Passages are the read half of a VectorIndex: retrieval only queries them
+    def _passages(self) -> _Passages | None:  # one per query
+        return _Passages(self._passage_retriever) if self._passage_retriever is not None else None
+
     @override
     def retrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        passages = self._passages()
         return _nodes(
             retrieve(
                 query_bundle.query_str,
                 graph=self._graph(),
                 entity_index=self._seeds,  # type: ignore[arg-type]
-                passage_index=self._passages,  # type: ignore[arg-type]
+                passage_index=passages,  # type: ignore[arg-type]
                 relation_index=self._relations,
                 llm=self._llm,
                 params=self.params,
             ),
             self.similarity_top_k,
+            passages.found if passages is not None else {},
         )
 
     @override
     async def aretrieve_from_graph(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        passages = self._passages()
         return _nodes(
             await aretrieve(
                 query_bundle.query_str,
                 graph=self._graph(),
                 entity_index=self._seeds,  # type: ignore[arg-type]
-                passage_index=self._passages,  # type: ignore[arg-type]
+                passage_index=passages,  # type: ignore[arg-type]
                 relation_index=self._relations,
                 llm=self._llm,
                 params=self.params,
             ),
             self.similarity_top_k,
+            passages.found if passages is not None else {},
         )
 
 
@@ -257,15 +287,30 @@ def _check_top_k(similarity_top_k: Any) -> int | None:
     return similarity_top_k
 
 
-def _nodes(result: RetrievalResult, top_k: int | None) -> list[NodeWithScore]:
-    """The items the context shows first (within its budget, at most ``top_k``), best first."""
+def _nodes(
+    result: RetrievalResult, top_k: int | None, passages: Mapping[str, BaseNode] | None = None
+) -> list[NodeWithScore]:
+    """The items the context shows first (within its budget, at most ``top_k``), best first. ``passages``: the
+    chunks a passage retriever found, whose SOURCE and metadata their passages keep."""
     nodes = []
     for item in result_context(result, max_items=top_k).ranked:
         metadata = {**item.metadata(), "layout": result.context}
+        # the first document is the node's SOURCE (ref_doc_id), as a LlamaIndex reader's node has it
+        relationships = (
+            {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc.id, metadata=dict(doc.metadata))}
+            if (doc := next(iter(item.documents), None)) is not None
+            else {}
+        )
+        chunk = (passages or {}).get(item.id) if item.kind == "passage" else None
+        if chunk is not None:  # the chunk's own source and metadata (file_name...), pathrag's keys first
+            metadata = {**{k: v for k, v in chunk.metadata.items() if k != EXTRACTED_KEY}, **metadata}
+            if isinstance(source := chunk.relationships.get(NodeRelationship.SOURCE), RelatedNodeInfo):
+                relationships = {NodeRelationship.SOURCE: source}
         node = TextNode(
             id_=item.id,
             text=item.text,
             metadata=metadata,
+            relationships=relationships,
             excluded_llm_metadata_keys=list(metadata),
             excluded_embed_metadata_keys=list(metadata),
         )

@@ -3,11 +3,12 @@ pypdf); FIFOs, sockets and devices are skipped with a note (reading a FIFO would
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -262,6 +263,27 @@ def read_file(path: Path) -> str:
     return html_to_text(text) if suffix in HTML_SUFFIXES else text
 
 
+def file_metadata(path: Path, text: str) -> tuple[dict[str, Any], str | None]:
+    """A file's metadata: ``source`` (its path) and the keys of its front matter (see
+    :mod:`~langchain_pathrag.cli.front_matter`; ``source`` is always the path), and why the front matter was
+    left out, if it was.
+
+    >>> file_metadata(Path("notes/log.md"), "---\\ntitle: Log\\n---\\nText.")
+    ({'title': 'Log', 'source': 'notes/log.md'}, None)
+    """
+    from pathrag.index.values import json_metadata
+
+    from .front_matter import FrontMatterError, front_matter
+
+    base = {"source": str(path)}
+    try:
+        found = front_matter(text)
+        # YAML reads dates as dates: kept as their ISO text, as JSON holds them
+        return (json_metadata(json.loads(json.dumps({**found, **base}, default=str))), None) if found else (base, None)
+    except (FrontMatterError, ValueError) as exc:
+        return base, f"its front matter is not kept: {exc}"
+
+
 def read_documents(
     files: Sequence[tuple[str, Path]], chunk_size: int = CHUNK_SIZE, chunk_overlap: int = CHUNK_OVERLAP
 ) -> list[Document]:
@@ -279,7 +301,8 @@ def read_documents(
     skipped: list[str] = []
     for doc_id, path in files:
         try:
-            chunks = splitter.split_text(read_file(path))
+            text = read_file(path)
+            chunks = splitter.split_text(text)
         except ImportError:
             skipped.append(f"{path}: install pypdf to index PDF files")
             continue
@@ -289,7 +312,10 @@ def read_documents(
             skipped.append(f"{path}: cannot read it: {exc.reason}")
             continue
         if chunks:
-            docs.append(Document(id=doc_id, chunks=tuple(chunks), metadata={"source": str(path)}))
+            metadata, note = file_metadata(path, text)
+            if note:
+                typer.echo(f"note: {path}: {note}; indexed without it", err=True)
+            docs.append(Document(id=doc_id, chunks=tuple(chunks), metadata=metadata))
         else:
             skipped.append(f"{path}: no text")
     if not docs:

@@ -152,10 +152,11 @@ def sources(index: PathRAGIndex, context: PathContext) -> list[dict[str, Any]]:
     chunks = index.chunks
     shown = []
     for item in context.ranked:
-        documents = dict.fromkeys(
-            doc for cid in item.source_ids if (c := chunks.get(cid)) is not None for doc in c.refs
+        # the retrieval's own (read with it, and only the matching ones under a filter); else the chunks' claims
+        documents = [doc.id for doc in item.documents] or list(
+            dict.fromkeys(doc for cid in item.source_ids if (c := chunks.get(cid)) is not None for doc in c.refs)
         )
-        shown.append({**item.metadata(), "documents": list(documents), "text": item.text})
+        shown.append({**item.metadata(), "documents": documents, "text": item.text})
     return shown
 
 

@@ -34,6 +34,7 @@ _EXPORTS = {
     "RetrievalResult": "models",
     "RetrievedItem": "models",
     "ScoredPath": "models",
+    "SourceDocument": "models",
     "PathParams": "params",
     "RetrievalParams": "params",
     "afind_key_paths": "query.pruning",
@@ -58,7 +59,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .graphs.memory import NetworkXGraphStore, as_graph_store
     from .index.front import Document, IndexConfig, InsertSummary, PathRAGIndex
     from .llm.client import LanguageModel, as_language_model
-    from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
+    from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath, SourceDocument
     from .params import PathParams, RetrievalParams
     from .query.pruning import (
         afind_key_paths,
@@ -98,6 +99,7 @@ __all__ = [
     "RetrievalResult",
     "RetrievedItem",
     "ScoredPath",
+    "SourceDocument",
     "afind_key_paths",
     "aretrieve",
     "apropagate_resources",

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .params import DEFAULT_CONTEXT_TOKENS, DEFAULT_KEY_PATHS
 
-__all__ = ["Entity", "Keywords", "Relation", "RetrievalResult", "RetrievedItem", "ScoredPath"]
+__all__ = ["Entity", "Keywords", "Relation", "RetrievalResult", "RetrievedItem", "ScoredPath", "SourceDocument"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -138,12 +138,29 @@ ItemKind = Literal["path", "passage", "entity"]
 
 
 @dataclass(frozen=True)
+class SourceDocument:
+    """A document an item's text comes from: its id in the index and the metadata it was indexed with
+    (the input's own keys: ``source``, ``title``, ``page``...; see :mod:`pathrag.index.sources`)."""
+
+    id: str
+    metadata: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def source(self) -> str:
+        """The document's ``source`` metadata when it has one, else its id."""
+        value = self.metadata.get("source")
+        return str(value) if value not in (None, "") else self.id
+
+
+@dataclass(frozen=True)
 class RetrievedItem:
     """One piece of retrieved evidence.
 
     ``kind`` says what it is: a key ``path`` (its :class:`ScoredPath` in ``path``, score = reliability),
     a source ``passage`` (a chunk's text, ``id`` = the chunk id, score = its evidence score), or a seed
-    ``entity`` given as fill when too few paths exist. ``source_ids`` are the chunks it comes from.
+    ``entity`` given as fill when too few paths exist. ``source_ids`` are the chunks it comes from, and
+    ``documents`` the indexed documents those chunks belong to (with their metadata), when the retrieval
+    read them from an index (:mod:`pathrag.index.sources`): a path's are its relations' and entities'.
     """
 
     kind: ItemKind
@@ -153,6 +170,7 @@ class RetrievedItem:
     nodes: tuple[str, ...]
     source_ids: tuple[str, ...]
     path: ScoredPath | None = None
+    documents: tuple[SourceDocument, ...] = field(default=(), hash=False)
 
     @property
     def hops(self) -> int:
@@ -160,8 +178,19 @@ class RetrievedItem:
         return max(len(self.nodes) - 1, 0)
 
     def metadata(self) -> dict[str, Any]:
-        """JSON-friendly metadata for a framework document or node (read back by :meth:`from_metadata`)."""
-        return {
+        """JSON-friendly metadata for a framework document or node (read back by :meth:`from_metadata`).
+
+        With ``documents``: their ids (``document_ids``), each one's id and metadata (``documents``), the
+        metadata keys they all share with the same value as keys of their own (never replacing the keys
+        above: ``kind``, ``id``, ``score``...), and ``source``: the first document's ``source`` (else its id).
+
+        >>> item = RetrievedItem("passage", "c1", "text", 0.5, (), ("c1",),
+        ...                      documents=(SourceDocument("d1", {"source": "a.md", "page": 2}),))
+        >>> meta = item.metadata()
+        >>> meta["source"], meta["page"], meta["document_ids"]
+        ('a.md', 2, ['d1'])
+        """
+        meta: dict[str, Any] = {
             "kind": self.kind,
             "id": self.id,
             "score": self.score,
@@ -169,6 +198,15 @@ class RetrievedItem:
             "hops": self.hops,
             "source_ids": list(self.source_ids),
         }
+        if self.documents:
+            meta["document_ids"] = [doc.id for doc in self.documents]
+            meta["documents"] = [{"id": doc.id, "metadata": dict(doc.metadata)} for doc in self.documents]
+            first, rest = self.documents[0], self.documents[1:]
+            for key, value in first.metadata.items():
+                if all(key in doc.metadata and doc.metadata[key] == value for doc in rest):
+                    meta.setdefault(key, value)
+            meta.setdefault("source", first.source)
+        return meta
 
     @classmethod
     def from_metadata(
@@ -186,9 +224,14 @@ class RetrievedItem:
         >>> RetrievedItem.from_metadata(item.metadata(), item.text) == item
         True
         >>> RetrievedItem.from_metadata({"kind": "note"}, "text", id="n1")
-        RetrievedItem(kind='entity', id='n1', text='text', score=0.0, nodes=(), source_ids=(), path=None)
+        RetrievedItem(kind='entity', id='n1', text='text', score=0.0, nodes=(), source_ids=(), path=None, documents=())
         """
         nodes = tuple(str(n) for n in metadata.get("nodes") or ())
+        documents = tuple(
+            SourceDocument(str(doc["id"]), dict(doc.get("metadata") or {}))
+            for doc in metadata.get("documents") or ()
+            if isinstance(doc, Mapping) and doc.get("id") is not None
+        )
         stored_kind = metadata.get("kind")
         kind: ItemKind = stored_kind if stored_kind in ("path", "passage", "entity") else "entity"
         value = _number(metadata.get("score", 0.0)) if score is None else float(score)
@@ -201,6 +244,7 @@ class RetrievedItem:
             nodes,
             tuple(str(s) for s in metadata.get("source_ids") or ()),
             path,
+            documents,
         )
 
 

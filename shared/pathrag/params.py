@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
+
+from .filters import check_filter
 
 __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
@@ -165,6 +168,10 @@ class RetrievalParams(PathParams):
         more_paths: in the evidence context, after the ``top_k`` key paths, the further paths the
             candidate relations form, which a layout shows while its budget has room (``False``: the
             key paths only).
+        filter: only text from the documents whose metadata matches reaches the result (see
+            :mod:`pathrag.filters`: ``{"key": value}``, ``{"key": {"$in": [...]}}``; ``None``: every
+            document). Needs the index's documents: :meth:`pathrag.PathRAGIndex.retrieve` and the retrievers
+            made from an index apply it (see :mod:`pathrag.index.sources`).
     """
 
     num_seeds: int = 40
@@ -173,9 +180,11 @@ class RetrievalParams(PathParams):
     num_relations: int = 500
     max_tokens: int | None = DEFAULT_CONTEXT_TOKENS
     more_paths: bool = True
+    filter: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        object.__setattr__(self, "filter", check_filter(self.filter))  # spelt out, so equal filters compare equal
         if self.context not in ("evidence", "paths"):
             raise ValueError(f"context must be 'evidence' or 'paths', got {self.context!r}")
         for name in ("num_seeds", "num_passages", "num_relations"):

@@ -57,7 +57,9 @@ def test_unchanged_documents_cost_nothing_and_ids_come_from_content_without_an_i
     indexer.add_documents([HARBOUR, anonymous])
     calls = len(llm.prompts)
     again = indexer.add_documents([HARBOUR, Document(page_content=WALL.page_content, metadata={"other": 1})])
-    assert (again.unchanged, again.llm_calls, len(llm.prompts)) == (2, 0, calls)
+    # the same texts cost no model call; the new metadata is kept (results carry it, filters read it)
+    assert (again.unchanged, again.documents, again.llm_calls, len(llm.prompts)) == (1, 1, 0, calls)
+    assert indexer.index.documents[document_id(anonymous)].metadata == {"other": 1}
     assert sorted(indexer.index.documents) == sorted(["harbour", document_id(anonymous)])
     assert document_id(anonymous).startswith("doc-") and document_id(anonymous) != document_id(HARBOUR)
 

@@ -83,6 +83,7 @@ from .extraction import extract_records
 from .merging import relation_key
 from .rebuild import Rebuilt, Summariser, rebuild, sync_chunk_vectors
 from .records import ChunkRecord, DocumentRecord, cited
+from .sources import CommittedDocuments, committed_documents, core_params, finish, wanted_params
 from .staging import Staged
 from .values import INSERT_BATCH, ChunkFailure, DeleteSummary, Document, IndexConfig, InsertSummary, iter_documents
 
@@ -462,39 +463,53 @@ class PathRAGIndex:
         return run_sync(self.aadd_records(document_id, entities, relations, **vector_items_and_vectors))
 
     def retrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
-        """Key paths and source passages for ``query`` from this index (see :func:`pathrag.query.retrieval.retrieve`).
+        """Key paths and source passages for ``query`` from this index (see :func:`pathrag.query.retrieval.retrieve`),
+        each item with the documents it comes from, and only those matching ``filter=`` when given (see
+        :mod:`pathrag.index.sources`).
 
         The index's LLM extracts the query keywords unless ``keyword_llm=False``. The answer comes from one
         committed state, whatever writes run meanwhile (see :meth:`aread_committed`); a read that is run
         again asks the LLM nothing new.
         """
-        llm = self._keyword_model(keyword_llm)
+        llm, wanted = self._keyword_model(keyword_llm), wanted_params(params)
         return self.read_committed(
-            lambda graph, indexes: retrieve(
-                query,
-                graph=graph,
-                entity_index=indexes["entities"],
-                passage_index=indexes["chunks"],
-                relation_index=indexes["relations"],
-                llm=llm,
-                **params,
+            lambda graph, indexes: finish(
+                retrieve(
+                    query,
+                    graph=graph,
+                    entity_index=indexes["entities"],
+                    passage_index=indexes["chunks"],
+                    relation_index=indexes["relations"],
+                    llm=llm,
+                    params=core_params(wanted),
+                ),
+                self.committed_documents(),
+                wanted,
             )
         )
 
     async def aretrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
         """Async twin of :meth:`retrieve`."""
-        llm = self._keyword_model(keyword_llm)
-        return await self.aread_committed(
-            lambda graph, indexes: aretrieve(
+        llm, wanted = self._keyword_model(keyword_llm), wanted_params(params)
+
+        async def read(graph: GraphStore, indexes: Mapping[str, VectorIndex]) -> RetrievalResult:
+            found = await aretrieve(
                 query,
                 graph=graph,
                 entity_index=indexes["entities"],
                 passage_index=indexes["chunks"],
                 relation_index=indexes["relations"],
                 llm=llm,
-                **params,
+                params=core_params(wanted),
             )
-        )
+            return finish(found, self.committed_documents(), wanted)
+
+        return await self.aread_committed(read)
+
+    def committed_documents(self) -> CommittedDocuments:
+        """The documents of the committed state being read, for :func:`pathrag.index.sources.finish` (call it
+        inside :meth:`read_committed`): which documents claim a chunk, their metadata, the filters."""
+        return committed_documents(self._records, self._store)
 
     def _keyword_model(self, wanted: bool) -> LanguageModel | None:
         return RememberingLanguageModel(self.llm) if wanted and self.llm is not None else None
@@ -688,7 +703,7 @@ class PathRAGIndex:
             known = self.documents.get(doc_id)
             if not doc.chunk_texts() and known is None:
                 continue  # an empty document nobody knows: nothing to do
-            if doc_id in todo or (known and known.hash == content and not known.failed):
+            if doc_id in todo or (known and _same_document(known, content, doc)):
                 unchanged += 1
                 continue
             todo[doc_id] = (doc, content, {chunk_id(t): t for t in doc.chunk_texts()})
@@ -714,6 +729,10 @@ class PathRAGIndex:
         newly_live: list[str] = []
         for doc_id, (doc, content, chunks) in todo.items():
             old = self.documents.get(doc_id)
+            if old is not None and old.hash == content and not old.failed:  # its metadata alone changed
+                self._records.set_document(doc_id, DocumentRecord(content, list(old.chunks), doc.metadata, []))
+                summary.documents += 1
+                continue
             if old is not None:  # a changed document replaces its previous version
                 released.update(self._records.unref(doc_id, old.chunks))
             chunk_ids = list(chunks)
@@ -912,6 +931,12 @@ RECORDS_PER_PIECE = 1000
 """Records kept together under one record chunk by :meth:`PathRAGIndex.aadd_records` (up to this many
 entities and this many relations): a later write that touches a few names decodes only the pieces that
 mention them (about 5 ms each), not every record of a bulk import (about 1.5 s per 10⁵ entities)."""
+
+
+def _same_document(known: DocumentRecord, content: str, doc: Document) -> bool:
+    """Whether the document stored as ``known`` is ``doc`` already: the same chunks, all extracted, and the
+    same metadata (which the results carry and the filters read)."""
+    return known.hash == content and not known.failed and known.metadata == doc.metadata
 
 
 def _batches(items: Iterator[T], size: int) -> Iterator[list[T]]:

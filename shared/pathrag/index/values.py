@@ -4,7 +4,8 @@ answers (:class:`InsertSummary`, :class:`DeleteSummary`, :class:`ChunkFailure`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+import math
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from .extraction import ExtractionConfig
 
 __all__ = [
     "INSERT_BATCH",
+    "MAX_METADATA_BYTES",
     "ChunkFailure",
     "DeleteSummary",
     "Document",
@@ -34,12 +36,63 @@ is: a crash in the middle of a big insert leaves the batches before it in the st
 again skips them at no LLM cost."""
 
 
+MAX_METADATA_BYTES = 16_384
+"""The most bytes a document's metadata may take as JSON (UTF-8). It is stored with the document and comes
+back on every item drawn from it (a path carries the metadata of each of its documents), so it is meant
+for what names and finds a source (``source``, ``title``, ``page``, ``user``...): 16 KiB holds hundreds of
+such keys. A document over it is refused (``ValueError`` naming ``metadata``), never cut short."""
+
+
+def json_metadata(metadata: Any, *, what: str = "metadata") -> dict[str, Any]:
+    """``metadata`` as the JSON a store keeps and gives back: keys as strings, tuples and sets as lists.
+
+    >>> json_metadata({"source": "a/b.md", "pages": (1, 2)})
+    {'source': 'a/b.md', 'pages': [1, 2]}
+
+    Raises:
+        TypeError: ``metadata`` is not a mapping.
+        ValueError: a value that is not JSON (a date, an object: convert it first, e.g. to its ``str``), a float
+            that is not finite, nesting deeper than 32 levels, or JSON over :data:`MAX_METADATA_BYTES`.
+    """
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"{what} must be a dict, got {type(metadata).__name__}")
+
+    def safe(value: Any, key: str, depth: int) -> Any:
+        if depth > 32:
+            raise ValueError(f"{what} nests deeper than 32 levels")
+        if value is None or isinstance(value, (bool, int)):
+            return value
+        if isinstance(value, str):
+            return replace_surrogates(value)
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise ValueError(f"{what} must be JSON-serialisable: {key} is {value!r}")
+            return value
+        if isinstance(value, Mapping):
+            return {replace_surrogates(str(k)): safe(v, f"{key}[{k!r}]", depth + 1) for k, v in value.items()}
+        if isinstance(value, (list, tuple, set, frozenset)):
+            items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+            return [safe(v, f"{key}[{n}]", depth + 1) for n, v in enumerate(items)]
+        raise ValueError(f"{what} must be JSON-serialisable: {key} is a {type(value).__name__}")
+
+    cleaned: dict[str, Any] = {replace_surrogates(str(k)): safe(v, f"key {k!r}", 1) for k, v in metadata.items()}
+    size = len(json.dumps(cleaned, ensure_ascii=False).encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(
+            f"{what} takes {size:,} bytes as JSON; a document keeps at most {MAX_METADATA_BYTES:,} "
+            "(keep large values elsewhere and put a reference to them in the metadata)"
+        )
+    return cleaned
+
+
 class Document(BaseModel):
     """A document to index: its text, or its chunks already split (the adapters use their splitters).
 
     Without ``chunks`` the whole text is one chunk. Without ``id`` the id is a hash of the content. Lone
     surrogates in ``text`` and ``chunks`` (text no encoding can write, e.g. from ``errors="surrogateescape"``)
     become U+FFFD; an ``id`` holding one is refused (a changed id would not find the document again).
+    ``metadata`` is kept with the document and comes back on every result drawn from it; it is made
+    JSON-safe (:func:`json_metadata`) and may take up to :data:`MAX_METADATA_BYTES` as JSON.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -53,6 +106,11 @@ class Document(BaseModel):
     @classmethod
     def _encodable_text(cls, text: str) -> str:
         return replace_surrogates(text)
+
+    @field_validator("metadata", mode="before")
+    @classmethod
+    def _json_metadata(cls, metadata: Any) -> dict[str, Any]:
+        return json_metadata(metadata)
 
     @field_validator("chunks")
     @classmethod

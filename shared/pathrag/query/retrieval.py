@@ -504,4 +504,11 @@ def _unique(candidates: Sequence[tuple[Relation, float]]) -> list[tuple[Relation
 def _params(params: RetrievalParams | None, overrides: Mapping[str, Any]) -> RetrievalParams:
     if params is not None and not isinstance(params, RetrievalParams):
         raise TypeError(f"params must be a RetrievalParams, got {type(params).__name__}")
-    return (params or RetrievalParams()).override(**overrides)
+    checked = (params or RetrievalParams()).override(**overrides)
+    if checked.filter is not None:  # refused rather than ignored: an ignored filter shows every user's text
+        raise ValueError(
+            "filter needs the documents' metadata, which only an index keeps: retrieve with "
+            "PathRAGIndex.retrieve, or a retriever made from an index (PathRAGIndexer.as_retriever, "
+            "PathRAGRetriever(index=...), PathRAGIndexRetriever)"
+        )
+    return checked
