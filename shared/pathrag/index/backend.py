@@ -44,6 +44,7 @@ from ..sqlite.legacy import migrate_json_store
 from ..sqlite.schema import DEGREES_COUNTED
 from ..vectors.base import Embedder, VectorIndex
 from ..vectors.memory import InMemoryVectorIndex
+from .kinds import StoreKinds
 from .records import (
     ChunkRecord,
     MemoryRecordTables,
@@ -70,6 +71,8 @@ class IndexBackend:
     store: SQLiteStore | None = None
     plans_ahead = False
     """Whether a plan may be made before :meth:`applying` (re-planned there if another writer committed)."""
+    kinds = StoreKinds()
+    """Which graph and vector stores are the index's own kinds (staged by a commit, checked, counted, saved)."""
 
     def __init__(self, records: RecordTables, summaries: StringTable, cache: StringTable) -> None:
         self.records = records
@@ -254,11 +257,7 @@ class MemoryBackend(IndexBackend):
         live = {cid: c for cid, c in chunks.items() if c.refs}
         held = [c for cid, c in live.items() if not c.text and is_record_chunk(cid)]
         passages = cited(held)
-        imported = (
-            sum(cid in passages and cid not in chunks for cid in chunk_index.ids())
-            if isinstance(chunk_index, InMemoryVectorIndex)
-            else 0
-        )
+        imported = sum(cid in passages and cid not in chunks for cid in self.kinds.memory_ids(chunk_index) or ())
         return {
             "documents": len(self._tables.committed_documents),
             "chunks": sum(1 for c in live.values() if c.text) + imported,
