@@ -45,16 +45,9 @@ from ..sqlite.schema import DEGREES_COUNTED
 from ..vectors.base import Embedder, VectorIndex
 from ..vectors.memory import InMemoryVectorIndex
 from .kinds import StoreKinds
-from .records import (
-    ChunkRecord,
-    MemoryRecordTables,
-    RecordTables,
-    SQLiteRecordTables,
-    SQLiteStringTable,
-    StringTable,
-    cited,
-)
+from .records import ChunkRecord, RecordTables, cited
 from .staging import Staged
+from .tables import MemoryRecordTables, SQLiteRecordTables, SQLiteStringTable, StringTable
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +169,7 @@ class MemoryBackend(IndexBackend):
 
     A commit's change set is applied in one synchronous run; readers of other threads see the state
     before it until then (a version counter, odd while a commit is being applied). The record tables
-    collect a commit's changes in a layer the apply publishes (:class:`~pathrag.index.records.LayeredRows`):
+    collect a commit's changes in a layer the apply publishes (:class:`~pathrag.index.rows.LayeredRows`):
     counts and chunk texts are the committed ones while it plans. A failed commit changes nothing: the
     layer is dropped, and an apply that raises half-way undoes its graph and vector writes."""
 

@@ -7,8 +7,8 @@ each chunk still to extract and saves them the moment they arrive, so that a re-
 ``kill -9``) re-extracts only the chunks whose records were not saved.
 
 >>> from pathrag import Document
->>> from pathrag.index.records import MemoryRecordTables
->>> chosen = select([Document("Alice flies.", id="a")], set(), {}, MemoryRecordTables())
+>>> from pathrag.index.tables import MemoryRecordTables
+>>> chosen = select([Document(text="Alice flies.", id="a")], set(), {}, MemoryRecordTables())
 >>> list(chosen.todo), chosen.unchanged, len(chosen.missing)
 (['a'], 0, 1)
 """

@@ -122,10 +122,10 @@ class PathRAGIndex:
     (one class; :class:`pathrag.testing.IndexBackendContract` is its test suite). By default it is the
     SQLite store of ``directory``, or memory without one.
 
-    Opening a store checks, with a few counts over its indexes (12 ms for 10,000 documents, 124 ms for 100,000),
-    that graph rows, vectors and the documents' chunks agree, and raises :class:`~pathrag.errors.StoreDamaged`
-    (one line: the store, what disagrees, how to rebuild) when they do not; ``check_on_open=False`` opens
-    it as it is (to see every problem with :meth:`check`, or to read what is left).
+    Opening a store checks, with a few counts over its indexes, that graph rows, vectors and the documents'
+    chunks agree, and raises :class:`~pathrag.errors.StoreDamaged` (one line: the store, what disagrees, how
+    to rebuild) when they do not; ``check_on_open=False`` opens it as it is (to see every problem with
+    :meth:`check`, or to read what is left).
     """
 
     def __init__(
@@ -430,7 +430,7 @@ class PathRAGIndex:
 RECORDS_PER_PIECE = 1000
 """Records kept together under one record chunk by :meth:`PathRAGIndex.aadd_records` (up to this many
 entities and this many relations): a later write that touches a few names decodes only the pieces that
-mention them (about 5 ms each), not every record of a bulk import (about 1.5 s per 10⁵ entities)."""
+mention them, not every record of a bulk import."""
 
 
 def _batches(items: Iterator[T], size: int) -> Iterator[list[T]]:

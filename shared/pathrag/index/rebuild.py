@@ -25,7 +25,8 @@ from ..names import truncate
 from ..vectors.base import VectorIndex, VectorItem
 from ..vectors.items import chunk_metadata, entity_vector_item, relation_vector_item
 from .merging import merge_records, relation_key
-from .records import RecordTables, StringTable, cited
+from .records import RecordTables, cited
+from .tables import StringTable
 
 __all__ = ["UNSUMMARISED_MAX_CHARS", "Rebuilt", "Summariser", "rebuild", "sync_chunk_vectors"]
 
