@@ -25,8 +25,9 @@ from . import eval as _eval
 from . import imports as _imports
 from .commands import app
 from .errors import CliError
+from .html_page import to_html
 from .readers import html_to_text
-from .rendering import to_html, to_mermaid
+from .rendering import to_mermaid
 
 __all__ = ["CliError", "app", "html_to_text", "main", "to_html", "to_mermaid"]
 
