@@ -35,7 +35,7 @@ from typing import TypeVar
 from typing_extensions import override
 
 from .._version import __version__
-from ..errors import EmbedderMismatch
+from ..errors import EmbedderMismatch, PathRAGError
 from ..graphs.base import GraphStore
 from ..graphs.memory import NetworkXGraphStore
 from ..ids import RECORD_CHUNK_LIKE, is_record_chunk
@@ -573,7 +573,7 @@ def _disagree(store: SQLiteStore, space: str, table: str) -> list[str]:
     return [f"{vectors - rows} {singular} vectors without an owner ({rows} {space}, {vectors} {singular} vectors)"]
 
 
-class _Overtaken(Exception):
+class _Overtaken(PathRAGError):
     """Raised inside a transaction to roll it back: another writer committed after the plan read."""
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import StoreError
+from ..errors import PathRAGError, StoreError
 from .keyed import KeyedMatrix, int8_copies, int8_scale
 from .lock import FOLD_LOCK_FILE, open_safely
 from .segments import (
@@ -53,7 +53,7 @@ _STOPPING = threading.Event()  # set when the process ends (see _stop_folds)
 _BACKGROUND: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # the folds searches started
 
 
-class _Stopped(Exception):
+class _Stopped(PathRAGError):
     """A fold given up because the process is ending."""
 
 
