@@ -158,6 +158,21 @@ class _SavedStoreIndex(LangChainVectorIndex):
     store: InMemoryVectorStore
 
 
+def _extraction_model(llm: BaseLanguageModel[Any] | None) -> LangChainLanguageModel | None:
+    """``llm`` for the core's extraction and summaries, its calls tagged :data:`EXTRACTION_TAG`."""
+    if llm is None:
+        return None
+    return LangChainLanguageModel(llm, config={"tags": [EXTRACTION_TAG], "run_name": "pathrag_extraction"})
+
+
+def _index_embedder(embeddings: Embeddings | None, path: Path | None) -> pathrag.Embedder | None:
+    """The core embedder of the index's own vector indexes: ``embeddings``, else the one the store at
+    ``path`` records (see :func:`recorded_embedder`)."""
+    if embeddings is not None:
+        return _core_embedder(embeddings)
+    return recorded_embedder(path) if path is not None else None
+
+
 class PathRAGIndexer:
     """Builds and maintains a PathRAG index (knowledge graph + entity, relation and chunk vectors).
 
@@ -222,25 +237,26 @@ class PathRAGIndexer:
             check_on_open=not moving,
             graph=graph_store,
             config=config,
-            llm=LangChainLanguageModel(llm, config={"tags": [EXTRACTION_TAG], "run_name": "pathrag_extraction"})
-            if llm is not None
-            else None,
-            embedder=_core_embedder(embeddings)
-            if embeddings is not None
-            else (recorded_embedder(path) if path is not None else None),
+            llm=_extraction_model(llm),
+            embedder=_index_embedder(embeddings, self.path),
             embedder_name=embeddings_name(embeddings) if embeddings is not None else None,
             entity_index=indexes["entities"],
             relation_index=indexes["relations"],
             chunk_index=indexes["chunks"],
         )
         if self.path is not None:
-            try:
-                self._migrate_vector_files(self.path)
-                if moving:
-                    self.index.quick_check()
-            except BaseException:
-                self.index.close()
-                raise
+            self._finish_opening(self.path, moving)
+
+    def _finish_opening(self, directory: Path, moving: bool) -> None:
+        """Move an earlier version's vector files into the store, then check it (``moving``: there are some);
+        the index is closed if either fails."""
+        try:
+            self._migrate_vector_files(directory)
+            if moving:
+                self.index.quick_check()
+        except BaseException:
+            self.index.close()
+            raise
 
     def _default_index(self) -> _SavedStoreIndex | None:
         if self.path is not None:
