@@ -158,6 +158,26 @@ class _SavedStoreIndex(LangChainVectorIndex):
     store: InMemoryVectorStore
 
 
+def _check_embeddings_given(
+    embeddings: Embeddings | None, given: Mapping[str, VectorStore | None], path: str | os.PathLike[str] | None
+) -> None:
+    """Refuse an indexer that could embed nothing: no ``embeddings``, a vector store missing, and no store at
+    ``path`` (an existing store opens without embeddings: with the ones it records, see recorded_embedder)."""
+    stored = path is not None and (store_exists(path) or bool(legacy_files(path)))
+    if embeddings is None and any(store is None for store in given.values()) and not stored:
+        raise ValueError("pass embeddings, or all three of entity_store, relation_store and chunk_store")
+
+
+def _default_splitter(config: IndexConfig) -> TextSplitter:
+    """The default splitter: :data:`DEFAULT_CHUNK_SIZE` tokens with :data:`DEFAULT_CHUNK_OVERLAP` overlap,
+    measured with the core's token counter (works offline)."""
+    return RecursiveCharacterTextSplitter(
+        chunk_size=DEFAULT_CHUNK_SIZE,
+        chunk_overlap=DEFAULT_CHUNK_OVERLAP,
+        length_function=functools.partial(count_tokens, token_counter=config.token_counter),
+    )
+
+
 def _extraction_model(llm: BaseLanguageModel[Any] | None) -> LangChainLanguageModel | None:
     """``llm`` for the core's extraction and summaries, its calls tagged :data:`EXTRACTION_TAG`."""
     if llm is None:
@@ -212,19 +232,12 @@ class PathRAGIndexer:
         config: IndexConfig | None = None,
     ) -> None:
         given = {"entities": entity_store, "relations": relation_store, "chunks": chunk_store}
-        # an existing store opens without embeddings: with the ones it records (see recorded_embedder)
-        stored = path is not None and (store_exists(path) or bool(legacy_files(path)))
-        if embeddings is None and any(store is None for store in given.values()) and not stored:
-            raise ValueError("pass embeddings, or all three of entity_store, relation_store and chunk_store")
+        _check_embeddings_given(embeddings, given, path)
         config = config or IndexConfig()
         self.llm = llm
         self.embeddings = embeddings
         self.path = Path(path) if path is not None else None
-        self.text_splitter = text_splitter or RecursiveCharacterTextSplitter(
-            chunk_size=DEFAULT_CHUNK_SIZE,
-            chunk_overlap=DEFAULT_CHUNK_OVERLAP,
-            length_function=functools.partial(count_tokens, token_counter=config.token_counter),
-        )
+        self.text_splitter = text_splitter or _default_splitter(config)
         # with a path, the store's own vector indexes (None here); without, InMemoryVectorStores
         indexes = {
             name: LangChainVectorIndex(store) if store is not None else self._default_index()

@@ -115,33 +115,41 @@ def _layout(
     top = 0.0
     for part in parts:
         sub = graph.subgraph(sorted(part, key=order.__getitem__))
-        pinned = [n for n in best if n in part]
-        if len(sub) == 1:
-            raw = {n: (0.0, 0.0) for n in sub}
-        elif pinned:
-            step = 2.0 / (len(pinned) - 1)
-            start = {n: (-1.0 + i * step, 0.0) for i, n in enumerate(pinned)}
-            # networkx's own edge length (1/sqrt(n)) keeps the others about as wide as the pinned path
-            raw = nx.spring_layout(sub, pos=start, fixed=pinned, seed=7)
-            # a node pulled onto the pinned line would sit on the best path's edges: move it above or below
-            for name, (x, y) in list(raw.items()):
-                if name not in on_best and -1.0 < x < 1.0 and abs(y) < _OFF_PATH:
-                    raw[name] = (float(x), _OFF_PATH if y >= 0 else -_OFF_PATH)
-        else:
-            raw = nx.spring_layout(sub, seed=7)
+        raw = _part_layout(sub, [n for n in best if n in part], on_best)
         band = 90.0 if len(part) <= 2 else min(620.0, 60.0 + 45.0 * len(part))
         xs, ys = [float(p[0]) for p in raw.values()], [float(p[1]) for p in raw.values()]
-
-        def stretch(value: float, low: float, high: float, start: float, size: float) -> float:
-            return start + size / 2 if high - low < 1e-9 else start + (value - low) / (high - low) * size
-
         for name, (x, y) in raw.items():
             pos[name] = (
-                stretch(float(x), min(xs), max(xs), 0.0, width),
-                stretch(float(y), min(ys), max(ys), top, band),
+                _stretch(float(x), min(xs), max(xs), 0.0, width),
+                _stretch(float(y), min(ys), max(ys), top, band),
             )
         top += band + 90.0  # room for the names under the band's lowest nodes
     return pos
+
+
+def _part_layout(sub: Any, pinned: list[str], on_best: set[str]) -> dict[str, Any]:
+    """Raw positions of one connected part (networkx's spring layout): the best path's nodes ``pinned`` in a
+    straight line from -1 to 1, the others kept off that line."""
+    import networkx as nx
+
+    if len(sub) == 1:
+        return {n: (0.0, 0.0) for n in sub}
+    if not pinned:
+        return dict(nx.spring_layout(sub, seed=7))
+    step = 2.0 / (len(pinned) - 1)
+    start = {n: (-1.0 + i * step, 0.0) for i, n in enumerate(pinned)}
+    # networkx's own edge length (1/sqrt(n)) keeps the others about as wide as the pinned path
+    raw = dict(nx.spring_layout(sub, pos=start, fixed=pinned, seed=7))
+    # a node pulled onto the pinned line would sit on the best path's edges: move it above or below
+    for name, (x, y) in list(raw.items()):
+        if name not in on_best and -1.0 < x < 1.0 and abs(y) < _OFF_PATH:
+            raw[name] = (float(x), _OFF_PATH if y >= 0 else -_OFF_PATH)
+    return raw
+
+
+def _stretch(value: float, low: float, high: float, start: float, size: float) -> float:
+    """``value`` of ``low`` .. ``high`` mapped onto ``start`` .. ``start + size`` (the middle when they are equal)."""
+    return start + size / 2 if high - low < 1e-9 else start + (value - low) / (high - low) * size
 
 
 def _untangle(
@@ -161,26 +169,31 @@ def _untangle(
         moved = False
         for i, a in enumerate(order):
             for b in order[i + 1 :]:
-                if a in fixed and b in fixed:
-                    continue
-                (a0, a1, a2, a3), (b0, b1, b2, b3) = box(a), box(b)
-                wide, tall = min(a2, b2) - max(a0, b0), min(a3, b3) - max(a1, b1)
-                if wide <= 0 or tall <= 0:
-                    continue
-                (ax, ay), (bx, by) = pos[a], pos[b]
-                if wide < tall:  # shift sideways
-                    step, dx, dy = wide, 1.0 if bx >= ax else -1.0, 0.0
-                else:
-                    step, dx, dy = tall, 0.0, 1.0 if by >= ay else -1.0
-                share = 1.0 if a in fixed or b in fixed else 0.5  # a free node takes the whole move alone
-                if a not in fixed:
-                    pos[a] = (ax - dx * step * share, ay - dy * step * share)
-                if b not in fixed:
-                    pos[b] = (bx + dx * step * share, by + dy * step * share)
-                moved = True
+                if not (a in fixed and b in fixed):
+                    moved |= _push_apart(pos, a, b, box(a), box(b), fixed)
         if not moved:
             break
     return pos
+
+
+def _push_apart(pos: dict[str, tuple[float, float]], a: str, b: str, box_a: _Box, box_b: _Box, fixed: set[str]) -> bool:
+    """Move ``a`` and ``b`` (those not ``fixed``) apart until their boxes no longer overlap, along the axis
+    where they overlap least; whether they did overlap."""
+    (a0, a1, a2, a3), (b0, b1, b2, b3) = box_a, box_b
+    wide, tall = min(a2, b2) - max(a0, b0), min(a3, b3) - max(a1, b1)
+    if wide <= 0 or tall <= 0:
+        return False
+    (ax, ay), (bx, by) = pos[a], pos[b]
+    if wide < tall:  # shift sideways
+        step, dx, dy = wide, 1.0 if bx >= ax else -1.0, 0.0
+    else:
+        step, dx, dy = tall, 0.0, 1.0 if by >= ay else -1.0
+    share = 1.0 if a in fixed or b in fixed else 0.5  # a free node takes the whole move alone
+    if a not in fixed:
+        pos[a] = (ax - dx * step * share, ay - dy * step * share)
+    if b not in fixed:
+        pos[b] = (bx + dx * step * share, by + dy * step * share)
+    return True
 
 
 def _relation_between(relations: dict[tuple[str, str], Any], a: str, b: str) -> pathrag.Relation | None:

@@ -57,12 +57,7 @@ def select(documents: list[Document], failed: set[str], given: dict[str, str], r
     known_documents, chunks = records.documents, records.chunks
     known_documents.prefetch(d.id or f"doc-{d.content_hash()}" for d in documents)
     for doc in documents:
-        content = doc.content_hash()
-        doc_id = doc.id or f"doc-{content}"
-        if given.setdefault(doc_id, content) != content:
-            raise ValueError(
-                f"document id {doc_id!r} appears twice in one insert with different texts: pass one version per id"
-            )
+        doc_id, content = _identity(doc, given)
         known = known_documents.get(doc_id)
         if not doc.chunk_texts() and known is None:
             continue  # an empty document nobody knows: nothing to do
@@ -70,13 +65,31 @@ def select(documents: list[Document], failed: set[str], given: dict[str, str], r
             unchanged += 1
             continue
         todo[doc_id] = (doc, content, {chunk_id(t): t for t in doc.chunk_texts()})
+    planned = _chunks_of(todo)
+    chunks.prefetch(planned)
+    missing = [cid for cid in planned if cid not in chunks and cid not in failed]
+    return Selection(todo, unchanged, planned, missing)
+
+
+def _chunks_of(todo: dict[str, tuple[Document, str, dict[str, str]]]) -> dict[str, tuple[str, list[str]]]:
+    """The chunks of the documents ``todo``, in document order: id -> (text, ids of the documents holding it)."""
     planned: dict[str, tuple[str, list[str]]] = {}
     for doc_id, (_, _, texts) in todo.items():
         for cid, text in texts.items():
             planned.setdefault(cid, (text, []))[1].append(doc_id)
-    chunks.prefetch(planned)
-    missing = [cid for cid in planned if cid not in chunks and cid not in failed]
-    return Selection(todo, unchanged, planned, missing)
+    return planned
+
+
+def _identity(doc: Document, given: dict[str, str]) -> tuple[str, str]:
+    """A document's id (its own, else one from its content) and content hash; one version per id in an
+    insert (``given``: the hash of each id met so far)."""
+    content = doc.content_hash()
+    doc_id = doc.id or f"doc-{content}"
+    if given.setdefault(doc_id, content) != content:
+        raise ValueError(
+            f"document id {doc_id!r} appears twice in one insert with different texts: pass one version per id"
+        )
+    return doc_id, content
 
 
 async def extract_chunks(

@@ -65,19 +65,27 @@ def open_parts(
     elif recorded and not (embedder_name or backend.meta().get("embedder")):
         raise ValueError(_NO_EMBEDDER)
     if recorded:  # an existing store opened without an embedder: the one it records
-        name = embedder_name or backend.meta().get("embedder")
-        embedder = embedder_from_name(name) or MissingEmbedder(name, backend.directory or "(the backend)")
-    vector_indexes: dict[str, VectorIndex] = {}
-    for space in _SPACES:
-        index = given.get(space)
-        if index is None:
-            assert embedder is not None  # checked above: an index is missing only when an embedder is given
-            index = backend.own_vectors(space, embedder)
-        vector_indexes[space] = index
+        embedder = _recorded_embedder(backend, embedder_name)
+    vector_indexes = {space: _vectors(backend, space, given.get(space), embedder) for space in _SPACES}
     owns_graph = graph is None
     if graph is None:
         graph = backend.own_graph(directed_relations=config.directed_relations)
     return OpenedParts(backend, embedder, vector_indexes, graph, owns_graph)
+
+
+def _recorded_embedder(backend: IndexBackend, embedder_name: str | None) -> Embedder:
+    """The embedder a store records (``embedder_name`` if given): made by the core when it can, else a
+    stand-in that raises when something must be embedded."""
+    name = embedder_name or backend.meta().get("embedder")
+    return embedder_from_name(name) or MissingEmbedder(name, backend.directory or "(the backend)")
+
+
+def _vectors(backend: IndexBackend, space: str, given: VectorIndex | None, embedder: Embedder | None) -> VectorIndex:
+    """The vector index ``given`` for ``space``, else the backend's own (an empty given index is still used)."""
+    if given is not None:
+        return given
+    assert embedder is not None  # checked before: an index is missing only when an embedder is given
+    return backend.own_vectors(space, embedder)
 
 
 def _builtin_backend(

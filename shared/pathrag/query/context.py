@@ -413,15 +413,7 @@ def build_evidence_context(
     )
     budget = _Budget(None if max_tokens is None else max_tokens - header, max_items, len(items), token_counter)
     chosen = _evidence_order(passages, graph, budget.take, key_paths)
-    while True:  # joining can tokenize differently from the parts: check the whole once more
-        chosen_ids = {item.id for item in chosen}
-        shown_passages = [i for i in reversed(passages) if i.id in chosen_ids]  # most relevant last, ties too
-        shown_graph = [i for i in reversed(graph) if i.id in chosen_ids]
-        text = _evidence_text(query, shown_passages, shown_graph)
-        tokens = count_tokens(text, token_counter)
-        if max_tokens is None or tokens <= max_tokens or not chosen:
-            break
-        chosen.pop()  # the item taken last matters least
+    shown_passages, shown_graph, text, tokens = _fit_whole(query, passages, graph, chosen, max_tokens, token_counter)
     shown = (*shown_passages, *shown_graph)
     return PathContext(
         text=text,
@@ -432,6 +424,28 @@ def build_evidence_context(
         instructions=instructions_for(passages=bool(shown_passages), paths=bool(shown_graph)),
         ranked=tuple(chosen),
     )
+
+
+def _fit_whole(
+    query: str,
+    passages: list[RetrievedItem],
+    graph: list[RetrievedItem],
+    chosen: list[RetrievedItem],
+    max_tokens: int | None,
+    token_counter: TokenCounter | None,
+) -> tuple[list[RetrievedItem], list[RetrievedItem], str, int]:
+    """The ``chosen`` passages and graph items as laid out, the text and its tokens: joining can tokenize
+    differently from the parts, so the whole is checked once more, and the item taken last (it matters least)
+    dropped from ``chosen`` while it is over ``max_tokens``."""
+    while True:
+        chosen_ids = {item.id for item in chosen}
+        shown_passages = [i for i in reversed(passages) if i.id in chosen_ids]  # most relevant last, ties too
+        shown_graph = [i for i in reversed(graph) if i.id in chosen_ids]
+        text = _evidence_text(query, shown_passages, shown_graph)
+        tokens = count_tokens(text, token_counter)
+        if max_tokens is None or tokens <= max_tokens or not chosen:
+            return shown_passages, shown_graph, text, tokens
+        chosen.pop()
 
 
 def _check_max_items(max_items: int | None) -> None:

@@ -191,14 +191,8 @@ class Folding:
         touched = {n for n, segment in enumerate(segments) if segment.path is None}  # not saved yet
         mine: set[int] = set()  # the segments this fold made (the others are searched meanwhile)
         if plan.removed:
-            gone = np.fromiter(plan.removed, dtype=np.uint64, count=len(plan.removed))
-            for n, segment in enumerate(segments):
-                held = segment.holding(gone)
-                if len(held):
-                    segments[n] = segment.copied(settings.build["expansion_add"])
-                    segments[n].index.remove(held)
-                    touched.add(n)
-                    mine.add(n)
+            mine |= _take_out(segments, plan.removed, settings.build["expansion_add"])
+            touched |= mine
         keys, vectors = plan.rows.items()
         metric = segments[0].index.metric if segments else settings.metric  # one metric per space: distances compare
         start = 0
@@ -221,12 +215,7 @@ class Folding:
             touched.add(len(segments) - 1)
             start = stop
         if self._save(segments, touched, plan):
-            for n, segment in enumerate(segments[:-1]):  # the writer holds only the one taking additions
-                if segment.held and segment.path is not None:
-                    try:
-                        segments[n] = Segment.mapped(segment.path, segment.size, segment.crc)
-                    except Exception as exc:  # gone or changed meanwhile: the copy in memory stays in use
-                        logger.info("%s stays in memory (%s)", segment.path.name, exc)
+            _map_saved(segments)
         return segments
 
     def _save(self, segments: list[Segment], touched: set[int], plan: _Fold) -> bool:
@@ -302,6 +291,31 @@ class Folding:
             self.wait_folded()
         finally:
             self._stop.clear()
+
+
+def _take_out(segments: list[Segment], removed: set[int], expansion_add: int) -> set[int]:
+    """Remove the keys ``removed`` from the segments holding them, each replaced by a changed copy (searches
+    may be walking the original); the places of the segments changed."""
+    gone = np.fromiter(removed, dtype=np.uint64, count=len(removed))
+    changed = set()
+    for n, segment in enumerate(segments):
+        held = segment.holding(gone)
+        if len(held):
+            segments[n] = segment.copied(expansion_add)
+            segments[n].index.remove(held)
+            changed.add(n)
+    return changed
+
+
+def _map_saved(segments: list[Segment]) -> None:
+    """Once saved, read the segments from their files (memory-mapped) instead of holding them in memory, all
+    but the last one, which takes the next additions."""
+    for n, segment in enumerate(segments[:-1]):
+        if segment.held and segment.path is not None:
+            try:
+                segments[n] = Segment.mapped(segment.path, segment.size, segment.crc)
+            except Exception as exc:  # gone or changed meanwhile: the copy in memory stays in use
+                logger.info("%s stays in memory (%s)", segment.path.name, exc)
 
 
 @contextlib.contextmanager
