@@ -14,7 +14,9 @@ the change set at once. A backend supplies the parts that differ:
   :meth:`~IndexBackend.abandon`;
 - a committed read (:meth:`~IndexBackend.read_committed`), counts (:meth:`~IndexBackend.stats`), a copy
   in another directory (:meth:`~IndexBackend.save`);
-- the tables: records, summaries, LLM cache, and the graph and vector indexes an index owns.
+- the tables: records, summaries, LLM cache, and the graph and vector indexes an index owns;
+- which graph and vector stores are the index's own kinds, staged, checked, counted and saved with its
+  records (:attr:`IndexBackend.kinds`, :mod:`pathrag.index.kinds`): the index asks, it never probes a class.
 """
 
 from __future__ import annotations
