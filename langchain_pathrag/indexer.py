@@ -158,6 +158,41 @@ class _SavedStoreIndex(LangChainVectorIndex):
     store: InMemoryVectorStore
 
 
+def _check_embeddings_given(
+    embeddings: Embeddings | None, given: Mapping[str, VectorStore | None], path: str | os.PathLike[str] | None
+) -> None:
+    """Refuse an indexer that could embed nothing: no ``embeddings``, a vector store missing, and no store at
+    ``path`` (an existing store opens without embeddings: with the ones it records, see recorded_embedder)."""
+    stored = path is not None and (store_exists(path) or bool(legacy_files(path)))
+    if embeddings is None and any(store is None for store in given.values()) and not stored:
+        raise ValueError("pass embeddings, or all three of entity_store, relation_store and chunk_store")
+
+
+def _default_splitter(config: IndexConfig) -> TextSplitter:
+    """The default splitter: :data:`DEFAULT_CHUNK_SIZE` tokens with :data:`DEFAULT_CHUNK_OVERLAP` overlap,
+    measured with the core's token counter (works offline)."""
+    return RecursiveCharacterTextSplitter(
+        chunk_size=DEFAULT_CHUNK_SIZE,
+        chunk_overlap=DEFAULT_CHUNK_OVERLAP,
+        length_function=functools.partial(count_tokens, token_counter=config.token_counter),
+    )
+
+
+def _extraction_model(llm: BaseLanguageModel[Any] | None) -> LangChainLanguageModel | None:
+    """``llm`` for the core's extraction and summaries, its calls tagged :data:`EXTRACTION_TAG`."""
+    if llm is None:
+        return None
+    return LangChainLanguageModel(llm, config={"tags": [EXTRACTION_TAG], "run_name": "pathrag_extraction"})
+
+
+def _index_embedder(embeddings: Embeddings | None, path: Path | None) -> pathrag.Embedder | None:
+    """The core embedder of the index's own vector indexes: ``embeddings``, else the one the store at
+    ``path`` records (see :func:`recorded_embedder`)."""
+    if embeddings is not None:
+        return _core_embedder(embeddings)
+    return recorded_embedder(path) if path is not None else None
+
+
 class PathRAGIndexer:
     """Builds and maintains a PathRAG index (knowledge graph + entity, relation and chunk vectors).
 
@@ -197,19 +232,12 @@ class PathRAGIndexer:
         config: IndexConfig | None = None,
     ) -> None:
         given = {"entities": entity_store, "relations": relation_store, "chunks": chunk_store}
-        # an existing store opens without embeddings: with the ones it records (see recorded_embedder)
-        stored = path is not None and (store_exists(path) or bool(legacy_files(path)))
-        if embeddings is None and any(store is None for store in given.values()) and not stored:
-            raise ValueError("pass embeddings, or all three of entity_store, relation_store and chunk_store")
+        _check_embeddings_given(embeddings, given, path)
         config = config or IndexConfig()
         self.llm = llm
         self.embeddings = embeddings
         self.path = Path(path) if path is not None else None
-        self.text_splitter = text_splitter or RecursiveCharacterTextSplitter(
-            chunk_size=DEFAULT_CHUNK_SIZE,
-            chunk_overlap=DEFAULT_CHUNK_OVERLAP,
-            length_function=functools.partial(count_tokens, token_counter=config.token_counter),
-        )
+        self.text_splitter = text_splitter or _default_splitter(config)
         # with a path, the store's own vector indexes (None here); without, InMemoryVectorStores
         indexes = {
             name: LangChainVectorIndex(store) if store is not None else self._default_index()
@@ -222,25 +250,26 @@ class PathRAGIndexer:
             check_on_open=not moving,
             graph=graph_store,
             config=config,
-            llm=LangChainLanguageModel(llm, config={"tags": [EXTRACTION_TAG], "run_name": "pathrag_extraction"})
-            if llm is not None
-            else None,
-            embedder=_core_embedder(embeddings)
-            if embeddings is not None
-            else (recorded_embedder(path) if path is not None else None),
+            llm=_extraction_model(llm),
+            embedder=_index_embedder(embeddings, self.path),
             embedder_name=embeddings_name(embeddings) if embeddings is not None else None,
             entity_index=indexes["entities"],
             relation_index=indexes["relations"],
             chunk_index=indexes["chunks"],
         )
         if self.path is not None:
-            try:
-                self._migrate_vector_files(self.path)
-                if moving:
-                    self.index.quick_check()
-            except BaseException:
-                self.index.close()
-                raise
+            self._finish_opening(self.path, moving)
+
+    def _finish_opening(self, directory: Path, moving: bool) -> None:
+        """Move an earlier version's vector files into the store, then check it (``moving``: there are some);
+        the index is closed if either fails."""
+        try:
+            self._migrate_vector_files(directory)
+            if moving:
+                self.index.quick_check()
+        except BaseException:
+            self.index.close()
+            raise
 
     def _default_index(self) -> _SavedStoreIndex | None:
         if self.path is not None:

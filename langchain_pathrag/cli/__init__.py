@@ -27,8 +27,9 @@ from . import imports as _imports
 from . import mcp_server as _mcp_server
 from .commands import app
 from .errors import CliError
+from .html_page import to_html
 from .readers import html_to_text
-from .rendering import to_html, to_mermaid
+from .rendering import to_mermaid
 
 __all__ = ["CliError", "app", "html_to_text", "main", "to_html", "to_mermaid"]
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from .errors import CliError, CliGroup, one_line
+from .html_page import to_html
 from .options import (
     CONTEXT,
     DEFAULTS,
@@ -57,7 +58,6 @@ from .rendering import (
     report,
     sources,
     subgraph,
-    to_html,
     to_mermaid,
     token_note,
 )

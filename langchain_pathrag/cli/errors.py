@@ -15,6 +15,8 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 from typing_extensions import override
 
+from pathrag.errors import PathRAGError
+
 try:  # recent typer ships its own copy of click
     from typer._click import Command as Command  # re-exported: a LazyCommand's real command
     from typer._click import Context
@@ -27,7 +29,7 @@ except ImportError:  # older typer runs on click itself
 __all__ = ["CliError", "CliGroup", "LazyCommand", "debug_logging", "fail", "one_line"]
 
 
-class CliError(Exception):
+class CliError(PathRAGError):
     """An expected failure: shown as one ``error: ...`` line, exit code ``code``."""
 
     def __init__(self, message: str, code: int = 1) -> None:

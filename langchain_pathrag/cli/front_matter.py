@@ -16,13 +16,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pathrag.errors import PathRAGError
+
 __all__ = ["front_matter"]
 
 _BLOCK = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.S)
 _MAX_BLOCK = 65_536  # characters: larger than any metadata a document keeps, so not worth parsing
 
 
-class FrontMatterError(ValueError):
+class FrontMatterError(PathRAGError, ValueError):
     """A front matter block that cannot be kept: why, in one line."""
 
 

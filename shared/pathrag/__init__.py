@@ -21,6 +21,7 @@ _EXPORTS = {
     "GraphStore": "graphs.base",
     "Neighborhood": "graphs.base",
     "NetworkXGraphStore": "graphs.memory",
+    "PathRAGError": "errors",
     "as_graph_store": "graphs.memory",
     "Document": "index.front",
     "IndexConfig": "index.front",
@@ -54,6 +55,7 @@ _EXPORTS = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .errors import PathRAGError
     from .graphs.base import BaseGraphStore, GraphStore, Neighborhood
     from .graphs.cypher import CypherGraphStore
     from .graphs.memory import NetworkXGraphStore, as_graph_store
@@ -85,6 +87,7 @@ __all__ = [
     "InMemoryVectorIndex",
     "InsertSummary",
     "PathParams",
+    "PathRAGError",
     "PathRAGIndex",
     "VectorHit",
     "VectorIndex",

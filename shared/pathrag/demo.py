@@ -33,6 +33,7 @@ try:
 except ImportError:  # Python 3.10
     from importlib.abc import Traversable
 
+from .errors import PathRAGError
 from .index.extraction import parse_answers
 from .index.front import Document, IndexConfig, InsertSummary, PathRAGIndex
 from .llm.client import LanguageModel
@@ -118,7 +119,7 @@ def load_questions(root: Root | None = None) -> list[DemoQuestion]:
 # -- the replay model --------------------------------------------------------------------------------
 
 
-class ReplayMiss(LookupError):
+class ReplayMiss(PathRAGError, LookupError):
     """The replay model was asked something it has no recorded answer for."""
 
 

@@ -1,5 +1,12 @@
-"""The core's errors about stores and embedders, in one place: each carries what went wrong as fields, so that
-a caller (the command line, say) can say it its own way, and a message that names the store and what to do.
+"""The package's root error, :class:`PathRAGError`, and the core's errors about stores and embedders: each
+carries what went wrong as fields, so that a caller (the command line, say) can say it its own way, and a
+message that names the store and what to do.
+
+Every error class of ``pathrag``, ``langchain_pathrag`` and ``llama_index_pathrag`` derives from
+:class:`PathRAGError`, and keeps the standard base a caller may already catch (``ValueError`` for a store
+or a name it cannot take, ``RuntimeError`` for an evaluation that cannot go on, ``LookupError`` for a
+replayed answer that is missing): ``except PathRAGError`` catches what this package raises on purpose, and
+nothing else.
 
 Only the standard library is imported here: catching these errors costs no heavy import.
 
@@ -21,6 +28,7 @@ from typing import Any
 
 __all__ = [
     "EmbedderMismatch",
+    "PathRAGError",
     "MissingEmbedderError",
     "StoreDamaged",
     "StoreError",
@@ -29,7 +37,16 @@ __all__ = [
 ]
 
 
-class StoreError(ValueError):
+class PathRAGError(Exception):
+    """The root of every error this package raises on purpose.
+
+    >>> from pathrag.names import EntityNameError
+    >>> issubclass(StoreError, PathRAGError) and issubclass(EntityNameError, (PathRAGError, ValueError))
+    True
+    """
+
+
+class StoreError(PathRAGError, ValueError):
     """A store that cannot be opened or written: the message names the file and what to do."""
 
 
@@ -135,7 +152,7 @@ class StoreDamaged(StoreError):
         return (_rebuild, (type(self), (self.path, self.problems), {"remedy": self.remedy}))
 
 
-class MissingEmbedderError(ValueError):
+class MissingEmbedderError(PathRAGError, ValueError):
     """An index opened without an embedder was asked to embed (a query, or a write of new vectors).
 
     Attributes:

@@ -38,12 +38,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from .errors import PathRAGError
+
 __all__ = ["Journal", "NotARegularFile", "atomic_write_text", "check_regular_file", "file_kind"]
 
 logger = logging.getLogger(__name__)
 
 
-class NotARegularFile(ValueError):
+class NotARegularFile(PathRAGError, ValueError):
     """``PATH is not a regular file (a KIND): give a file``."""
 
     def __init__(self, path: str | os.PathLike[str], kind: str) -> None:

@@ -19,6 +19,8 @@ import unicodedata
 from collections.abc import Iterable
 from typing import cast
 
+from .errors import PathRAGError
+
 __all__ = [
     "MAX_NAME_BYTES",
     "EntityNameError",
@@ -126,7 +128,7 @@ def normalize_name(name: str, *, max_bytes: int = MAX_NAME_BYTES) -> str:
     return _fit(_clean(_visible(name)).upper(), max_bytes)
 
 
-class EntityNameError(ValueError):
+class EntityNameError(PathRAGError, ValueError):
     """An entity name that a store cannot hold; the message says why and what to do."""
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import pathrag.index.records as records_module
+import pathrag.index.tables as tables_module
 from pathrag import Document, Entity, HashingEmbedder, PathRAGIndex, Relation
 from pathrag.index.merging import merge_records, relation_key
 from pathrag.index.records import ChunkRecord
@@ -48,7 +49,7 @@ class _Watch:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.alive: weakref.WeakValueDictionary[int, ChunkRecord] = weakref.WeakValueDictionary()
         self.peak = 0
-        fetch = records_module._fetch_chunks
+        fetch = tables_module._fetch_chunks
 
         def watched(store: Any, ids: list[str] | None) -> dict[str, ChunkRecord]:
             found = fetch(store, ids)
@@ -56,8 +57,8 @@ class _Watch:
             self.peak = max(self.peak, self.held())
             return found
 
-        monkeypatch.setattr(records_module, "_fetch_chunks", watched)
-        monkeypatch.setattr(records_module, "_READ_BUDGET", 1)  # one chunk a query: what a big store does
+        monkeypatch.setattr(tables_module, "_fetch_chunks", watched)
+        monkeypatch.setattr(tables_module, "_READ_BUDGET", 1)  # one chunk a query: what a big store does
 
     def held(self) -> int:
         return _records(list(self.alive.values()))
@@ -93,7 +94,7 @@ def test_import_holds_a_few_batches_at_most(tmp_path: Path, monkeypatch: pytest.
 def test_streamed_rebuild_merges_as_before(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same records imported into a store (chunks streamed one at a time) and into memory (every
     chunk held) give the same graph."""
-    monkeypatch.setattr(records_module, "_READ_BUDGET", 1)
+    monkeypatch.setattr(tables_module, "_READ_BUDGET", 1)
     stored = PathRAGIndex(tmp_path / "store", embedder=HashingEmbedder(16))
     memory = PathRAGIndex(embedder=HashingEmbedder(16))
     try:

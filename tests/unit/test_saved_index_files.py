@@ -21,6 +21,7 @@ import pytest
 
 from pathrag.sqlite import SQLiteStore, SQLiteVectorIndex
 from pathrag.sqlite import ann as ann_module
+from pathrag.sqlite import segments as segments_module
 from pathrag.sqlite.ann import saved_indexes
 from pathrag.sqlite.lock import FOLD_LOCK_FILE
 from pathrag.sqlite.vectors import _units
@@ -294,8 +295,8 @@ def test_opening_the_saved_files_reads_each_once_more_and_maps_them(tmp_path: Pa
     checksums) and then memory-mapped, never loaded into memory."""
     _, segments = saved_store(tmp_path, monkeypatch)
     read: list[int] = []
-    real = ann_module._crc
-    monkeypatch.setattr(ann_module, "_crc", lambda fd, size: (read.append(size), real(fd, size))[1])
+    real = segments_module.crc32_of
+    monkeypatch.setattr(segments_module, "crc32_of", lambda fd, size: (read.append(size), real(fd, size))[1])
     ann, _ = pair(tmp_path)
     ann.query("w1 w2", 3)
     assert sorted(read) == sorted(p.stat().st_size for p in segments)

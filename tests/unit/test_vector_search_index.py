@@ -19,6 +19,7 @@ import pytest
 from pathrag import HashingEmbedder
 from pathrag.sqlite import SQLiteStore, SQLiteVectorIndex
 from pathrag.sqlite import ann as ann_module
+from pathrag.sqlite import fold as fold_module
 from pathrag.sqlite.ann import KeyedMatrix, saved_indexes
 from pathrag.vectors.base import VectorItem
 
@@ -637,7 +638,7 @@ def test_a_kill_while_a_fold_writes_its_files_leaves_indexes_that_answer_as_the_
     if pid == 0:  # the child folds those changes and is killed after writing ``files_written`` files
         try:
             child = SQLiteVectorIndex(SQLiteStore(tmp_path), "entities", EMBEDDER, exact_limit=SMALL)
-            written, real = [0], ann_module._write_aside
+            written, real = [0], fold_module.write_aside
 
             def dying(path: Path, write) -> None:
                 if written[0] == files_written and midway:  # the file complete, under its temporary name
@@ -647,7 +648,7 @@ def test_a_kill_while_a_fold_writes_its_files_leaves_indexes_that_answer_as_the_
                 written[0] += 1
                 real(path, write)
 
-            ann_module._write_aside = dying
+            fold_module.write_aside = dying
             child.catch_up()
         finally:
             os._exit(1)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from ..errors import PathRAGError
 from ..files import Journal
 from ..llm.calls import LLMCaller, OperationCalls, cache_key
 from ..llm.client import LanguageModel
@@ -87,7 +88,7 @@ class Usage:
     new_cost: float = 0.0
 
 
-class CallFailed(Exception):
+class CallFailed(PathRAGError):
     """A model call failed after every attempt (nothing is journalled, so a re-run asks again)."""
 
 

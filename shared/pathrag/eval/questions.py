@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import PathRAGError
 from ..files import Journal, NotARegularFile, check_regular_file
 from ..llm.client import LanguageModel, as_language_model
 from ..llm.tokens import TokenCounter, count_tokens
@@ -52,7 +53,7 @@ logger = logging.getLogger(__name__)
 _NUMBERING = re.compile(r"^\s*(?:[-*•]+|\(?\d+[.)]|Q\d+[:.)])\s*")
 
 
-class EvaluationError(RuntimeError):
+class EvaluationError(PathRAGError, RuntimeError):
     """The evaluation cannot go on (e.g. no usable questions); the message says why."""
 
 

@@ -41,7 +41,7 @@ from ..graphs.base import GraphStore
 from ..ids import entity_vector_id, relation_key, relation_vector_id
 from ..index.front import PathRAGIndex
 from ..names import normalize_name
-from ..vectors.base import VectorIndex, checked_vectors
+from ..vectors.base import VectorIndex, checked_vectors, vector_upserts
 from .collector import Collector, ImportSummary, ImportTarget
 
 logger = logging.getLogger(__name__)
@@ -149,11 +149,7 @@ def _lightrag_vectors(root: Path, target: ImportTarget) -> dict[str, dict[str, n
         path = root / LIGHTRAG_VECTORS[name]
         if index is None or not path.exists():
             continue
-        if not hasattr(index, "upsert_vectors"):
-            raise TypeError(
-                f"reuse_vectors needs vector indexes with upsert_vectors(items, vectors); "
-                f"{type(index).__name__} has none"
-            )
+        vector_upserts(index, "reuse_vectors")  # before reading the file: refused at once
         dim, rows = _nano_vectors(path)
         embedder = getattr(index, "embedder", None)
         if (

@@ -58,6 +58,22 @@ def import_openie(
     >>> store.get_relations([("ADA", "LAB")])[("ADA", "LAB")].description
     'Ada works at Lab'
     """
+    docs, name = _openie_docs(source)
+    target = ImportTarget.of(store, entity_index, relation_index, chunk_index)
+    collector = Collector()
+    summary = ImportSummary()
+    for doc in docs:
+        text = _openie_passage(doc)
+        if text is None or not isinstance(doc, Mapping):  # only a mapping has a passage
+            collector.skipped += 1
+            continue
+        summary.documents += 1
+        _collect_passage(collector, doc, text)
+    return collector.write(target, summary, document_id or f"import:openie:{name}")
+
+
+def _openie_docs(source: str | os.PathLike[str] | Mapping[str, Any] | Sequence[Any]) -> tuple[Sequence[Any], str]:
+    """The passages of ``source`` (read from the file it names, if it names one), and the name of the import."""
     name = "openie"
     if isinstance(source, (str, os.PathLike)):
         path = check_regular_file(source)
@@ -69,35 +85,31 @@ def import_openie(
     docs = source.get("docs") if isinstance(source, Mapping) else source
     if isinstance(docs, (str, bytes)) or not isinstance(docs, Sequence):
         raise ValueError("OpenIE data should be a list of passages or an object with a 'docs' list")
-    target = ImportTarget.of(store, entity_index, relation_index, chunk_index)
-    collector = Collector()
-    summary = ImportSummary()
-    for doc in docs:
-        text = _openie_passage(doc)
-        if text is None or not isinstance(doc, Mapping):  # only a mapping has a passage
+    return docs, name
+
+
+def _collect_passage(collector: Collector, doc: Mapping[str, Any], text: str) -> None:
+    """One passage's chunk, entities and triples into ``collector`` (rows it cannot read skipped and counted)."""
+    sources = (chunk_id(text),)
+    collector.chunks[sources[0]] = text
+    entities = doc.get("extracted_entities")
+    for entity in entities if isinstance(entities, list) else ():
+        if isinstance(entity, str) and entity.strip():
+            collector.entity(entity, "", [], sources)
+        else:
+            collector.skipped += 1
+    triples = doc.get("extracted_triples")
+    for row in triples if isinstance(triples, list) else ():
+        if not _is_triple(row):
             collector.skipped += 1
             continue
-        summary.documents += 1
-        sources = (chunk_id(text),)
-        collector.chunks[sources[0]] = text
-        entities = doc.get("extracted_entities")
-        for entity in entities if isinstance(entities, list) else ():
-            if isinstance(entity, str) and entity.strip():
-                collector.entity(entity, "", [], sources)
-            else:
-                collector.skipped += 1
-        triples = doc.get("extracted_triples")
-        for row in triples if isinstance(triples, list) else ():
-            if not (
-                isinstance(row, (list, tuple))
-                and len(row) == 3
-                and all(isinstance(part, str) and part.strip() for part in row)
-            ):
-                collector.skipped += 1
-                continue
-            subject, predicate, obj = (" ".join(part.split()) for part in row)
-            collector.relation(subject, obj, [f"{subject} {predicate} {obj}"], [predicate], 1.0, sources)
-    return collector.write(target, summary, document_id or f"import:openie:{name}")
+        subject, predicate, obj = (" ".join(part.split()) for part in row)
+        collector.relation(subject, obj, [f"{subject} {predicate} {obj}"], [predicate], 1.0, sources)
+
+
+def _is_triple(row: Any) -> bool:
+    """Whether ``row`` is ``[subject, predicate, object]``: three non-empty strings."""
+    return isinstance(row, (list, tuple)) and len(row) == 3 and all(isinstance(p, str) and p.strip() for p in row)
 
 
 def _openie_passage(doc: Any) -> str | None:

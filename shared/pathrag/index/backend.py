@@ -14,7 +14,9 @@ the change set at once. A backend supplies the parts that differ:
   :meth:`~IndexBackend.abandon`;
 - a committed read (:meth:`~IndexBackend.read_committed`), counts (:meth:`~IndexBackend.stats`), a copy
   in another directory (:meth:`~IndexBackend.save`);
-- the tables: records, summaries, LLM cache, and the graph and vector indexes an index owns.
+- the tables: records, summaries, LLM cache, and the graph and vector indexes an index owns;
+- which graph and vector stores are the index's own kinds, staged, checked, counted and saved with its
+  records (:attr:`IndexBackend.kinds`, :mod:`pathrag.index.kinds`): the index asks, it never probes a class.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import TypeVar
 from typing_extensions import override
 
 from .._version import __version__
-from ..errors import EmbedderMismatch
+from ..errors import EmbedderMismatch, PathRAGError
 from ..graphs.base import GraphStore
 from ..graphs.memory import NetworkXGraphStore
 from ..ids import RECORD_CHUNK_LIKE, is_record_chunk
@@ -44,16 +46,10 @@ from ..sqlite.legacy import migrate_json_store
 from ..sqlite.schema import DEGREES_COUNTED
 from ..vectors.base import Embedder, VectorIndex
 from ..vectors.memory import InMemoryVectorIndex
-from .records import (
-    ChunkRecord,
-    MemoryRecordTables,
-    RecordTables,
-    SQLiteRecordTables,
-    SQLiteStringTable,
-    StringTable,
-    cited,
-)
+from .kinds import StoreKinds
+from .records import ChunkRecord, RecordTables, cited
 from .staging import Staged
+from .tables import MemoryRecordTables, SQLiteRecordTables, SQLiteStringTable, StringTable
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +66,8 @@ class IndexBackend:
     store: SQLiteStore | None = None
     plans_ahead = False
     """Whether a plan may be made before :meth:`applying` (re-planned there if another writer committed)."""
+    kinds = StoreKinds()
+    """Which graph and vector stores are the index's own kinds (staged by a commit, checked, counted, saved)."""
 
     def __init__(self, records: RecordTables, summaries: StringTable, cache: StringTable) -> None:
         self.records = records
@@ -173,7 +171,7 @@ class MemoryBackend(IndexBackend):
 
     A commit's change set is applied in one synchronous run; readers of other threads see the state
     before it until then (a version counter, odd while a commit is being applied). The record tables
-    collect a commit's changes in a layer the apply publishes (:class:`~pathrag.index.records.LayeredRows`):
+    collect a commit's changes in a layer the apply publishes (:class:`~pathrag.index.rows.LayeredRows`):
     counts and chunk texts are the committed ones while it plans. A failed commit changes nothing: the
     layer is dropped, and an apply that raises half-way undoes its graph and vector writes."""
 
@@ -254,11 +252,7 @@ class MemoryBackend(IndexBackend):
         live = {cid: c for cid, c in chunks.items() if c.refs}
         held = [c for cid, c in live.items() if not c.text and is_record_chunk(cid)]
         passages = cited(held)
-        imported = (
-            sum(cid in passages and cid not in chunks for cid in chunk_index.ids())
-            if isinstance(chunk_index, InMemoryVectorIndex)
-            else 0
-        )
+        imported = sum(cid in passages and cid not in chunks for cid in self.kinds.memory_ids(chunk_index) or ())
         return {
             "documents": len(self._tables.committed_documents),
             "chunks": sum(1 for c in live.values() if c.text) + imported,
@@ -581,7 +575,7 @@ def _disagree(store: SQLiteStore, space: str, table: str) -> list[str]:
     return [f"{vectors - rows} {singular} vectors without an owner ({rows} {space}, {vectors} {singular} vectors)"]
 
 
-class _Overtaken(Exception):
+class _Overtaken(PathRAGError):
     """Raised inside a transaction to roll it back: another writer committed after the plan read."""
 
 

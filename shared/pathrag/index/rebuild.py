@@ -25,7 +25,8 @@ from ..names import truncate
 from ..vectors.base import VectorIndex, VectorItem
 from ..vectors.items import chunk_metadata, entity_vector_item, relation_vector_item
 from .merging import merge_records, relation_key
-from .records import RecordTables, StringTable, cited
+from .records import RecordTables, cited
+from .tables import StringTable
 
 __all__ = ["UNSUMMARISED_MAX_CHARS", "Rebuilt", "Summariser", "rebuild", "sync_chunk_vectors"]
 
@@ -127,6 +128,51 @@ async def rebuild(
     stored = touched_relations
     if graph_follows_records:
         stored = {relation_key(*pair, directed=directed) for pair in graph.get_relations(sorted(touched_relations))}
+    live = _live(records, chunk_ids, described, ends, touched_relations, stored, directed)
+    merged = _merge(live, touched_relations, directed)
+    say = on_phase or (lambda _: None)
+    say(f"merging into {merged.kept()}")
+    entities = await _summarised(
+        [merged.by_name[n] for n in merged.names if n in merged.by_name],
+        lambda e: summarise(e, e.name, live.entity_records.get(e.name, [])),
+        needs_summary,
+    )
+    relations = await _summarised(
+        [merged.by_key[k] for k in merged.keys if k in merged.by_key],
+        lambda r: summarise(
+            r, f"{r.source} -> {r.target}", live.relation_records[relation_key(*r.pair, directed=directed)]
+        ),
+        needs_summary,
+    )
+    rebuilt = Rebuilt(entities, relations, merged.gone_entities(), merged.gone_relations())
+    await _write_graph(graph, rebuilt)
+    say(f"embedding {merged.kept()}")
+    await _write_vectors(entity_index, relation_index, rebuilt, directed)
+    return rebuilt
+
+
+@dataclass
+class _Live:
+    """The live records of what a change touches, read for its rebuild."""
+
+    entity_records: dict[str, list[Entity]]
+    relation_records: dict[tuple[str, str], list[Relation]]
+    endpoint_chunks: dict[str, list[str]]
+    """Each name that exists, with the chunks naming it as a relation end (see :func:`merge_records`)."""
+    touched_entities: set[str]
+
+
+def _live(
+    records: RecordTables,
+    chunk_ids: Sequence[str],
+    described: set[str],
+    ends: set[str],
+    touched_relations: set[tuple[str, str]],
+    stored: set[tuple[str, str]],
+    directed: bool,
+) -> _Live:
+    """Read the live records of the entities and relations a change of ``chunk_ids`` touches (``stored``: the
+    touched relations the graph holds, when it follows the records; else all of them)."""
     wanted, alive, unchanged = _chunks_to_read(records, described, ends, stored, set(chunk_ids))
     entity_records, relation_records, endpoint_chunks = _live_records(
         records, wanted, described, touched_relations, directed
@@ -136,44 +182,59 @@ async def rebuild(
     bare = (ends - unchanged) & alive
     for name in described & alive | bare:
         endpoint_chunks.setdefault(name, [])  # exists: named by a live chunk, perhaps one not read
-    touched_entities = described | (ends - unchanged)
+    return _Live(entity_records, relation_records, endpoint_chunks, described | (ends - unchanged))
+
+
+@dataclass
+class _Merged:
+    """The touched entities and relations merged again from their live records; those missing are gone."""
+
+    by_name: dict[str, Entity]
+    by_key: dict[tuple[str, str], Relation]
+    names: list[str]
+    keys: list[tuple[str, str]]
+
+    def gone_entities(self) -> list[str]:
+        return [n for n in self.names if n not in self.by_name]
+
+    def gone_relations(self) -> list[tuple[str, str]]:
+        return [k for k in self.keys if k not in self.by_key]
+
+    def kept(self) -> str:
+        """How many are kept, as a progress line says it."""
+        entities = sum(n in self.by_name for n in self.names)
+        return f"{entities:,} entities and {sum(k in self.by_key for k in self.keys):,} relations"
+
+
+def _merge(live: _Live, touched_relations: set[tuple[str, str]], directed: bool) -> _Merged:
     merged_entities, merged_relations = merge_records(
-        (e for group in entity_records.values() for e in group),
-        (r for group in relation_records.values() for r in group),
+        (e for group in live.entity_records.values() for e in group),
+        (r for group in live.relation_records.values() for r in group),
         directed=directed,
-        endpoint_sources=endpoint_chunks,
+        endpoint_sources=live.endpoint_chunks,
     )
-    by_name = {e.name: e for e in merged_entities}
-    by_key = {relation_key(r.source, r.target, directed=directed): r for r in merged_relations}
-    names, keys = sorted(touched_entities), sorted(touched_relations)
-    gone_entities = [n for n in names if n not in by_name]
-    gone_relations = [k for k in keys if k not in by_key]
-    kept = f"{sum(n in by_name for n in names):,} entities and {sum(k in by_key for k in keys):,} relations"
-    if on_phase is not None:
-        on_phase(f"merging into {kept}")
-    entities = await _summarised(
-        [by_name[n] for n in names if n in by_name],
-        lambda e: summarise(e, e.name, entity_records.get(e.name, [])),
-        needs_summary,
-    )
-    relations = await _summarised(
-        [by_key[k] for k in keys if k in by_key],
-        lambda r: summarise(r, f"{r.source} -> {r.target}", relation_records[relation_key(*r.pair, directed=directed)]),
-        needs_summary,
+    return _Merged(
+        {e.name: e for e in merged_entities},
+        {relation_key(r.source, r.target, directed=directed): r for r in merged_relations},
+        sorted(live.touched_entities),
+        sorted(touched_relations),
     )
 
-    await graph.adelete_relations(gone_relations)
-    await graph.adelete_entities(gone_entities)
-    await graph.aupsert_entities(entities)
-    await graph.aupsert_relations(relations)  # replaces, whichever way round it was stored
 
-    if on_phase is not None:
-        on_phase(f"embedding {kept}")
-    await entity_index.adelete([entity_vector_id(n) for n in gone_entities])
-    await entity_index.aupsert([entity_vector_item(e) for e in entities])
-    await relation_index.adelete([relation_vector_id(k) for k in gone_relations])
-    await relation_index.aupsert([relation_vector_item(r, directed=directed) for r in relations])
-    return Rebuilt(entities, relations, gone_entities, gone_relations)
+async def _write_graph(graph: GraphStore, rebuilt: Rebuilt) -> None:
+    await graph.adelete_relations(rebuilt.gone_relations)
+    await graph.adelete_entities(rebuilt.gone_entities)
+    await graph.aupsert_entities(rebuilt.entities)
+    await graph.aupsert_relations(rebuilt.relations)  # replaces, whichever way round it was stored
+
+
+async def _write_vectors(
+    entity_index: VectorIndex, relation_index: VectorIndex, rebuilt: Rebuilt, directed: bool
+) -> None:
+    await entity_index.adelete([entity_vector_id(n) for n in rebuilt.gone_entities])
+    await entity_index.aupsert([entity_vector_item(e) for e in rebuilt.entities])
+    await relation_index.adelete([relation_vector_id(k) for k in rebuilt.gone_relations])
+    await relation_index.aupsert([relation_vector_item(r, directed=directed) for r in rebuilt.relations])
 
 
 async def _summarised(

@@ -39,7 +39,8 @@ from ..params import RetrievalParams
 from ..query.context import render_chain, render_entity, render_path
 from ..sqlite.codec import dumps, unpack_records
 from .merging import merge_entity, merge_relation
-from .records import MemoryRecordTables, RecordTables, SQLiteRecordTables
+from .records import RecordTables
+from .tables import MemoryRecordTables, SQLiteRecordTables
 
 if TYPE_CHECKING:
     from ..sqlite.store import SQLiteStore

@@ -401,10 +401,7 @@ def build_evidence_context(
     ['c2', 'p1']
     """
     max_tokens = check_max_tokens(max_tokens)
-    if max_items is not None and not (
-        isinstance(max_items, int) and not isinstance(max_items, bool) and max_items >= 1
-    ):
-        raise ValueError(f"max_items must be None or an int >= 1, got {max_items!r}")
+    _check_max_items(max_items)
     passages = sorted((i for i in items if i.kind == "passage"), key=lambda i: -i.score)
     graph = sorted((i for i in items if i.kind != "passage"), key=lambda i: (i.path is None, -i.score, i.hops, i.nodes))
     # the frame with both section headers: an upper bound of what surrounds the blocks
@@ -414,33 +411,9 @@ def build_evidence_context(
         else EVIDENCE_TEMPLATE.format(question=query, passages="", paths=""),
         token_counter,
     )
-    room = None if max_tokens is None else max_tokens - header
-    slots = max_items
-
-    def take(item: RetrievedItem) -> bool:
-        nonlocal room, slots
-        if slots is not None and slots <= 0:
-            return False
-        if room is not None:
-            block = _passage_block(len(items), item) if item.kind == "passage" else _graph_block(len(items), item)
-            cost = count_tokens("\n\n" + block, token_counter)  # numbered as the last: the widest number
-            if cost > room:
-                return False
-            room -= cost
-        if slots is not None:
-            slots -= 1
-        return True
-
-    chosen = _evidence_order(passages, graph, take, key_paths)
-    while True:  # joining can tokenize differently from the parts: check the whole once more
-        chosen_ids = {item.id for item in chosen}
-        shown_passages = [i for i in reversed(passages) if i.id in chosen_ids]  # most relevant last, ties too
-        shown_graph = [i for i in reversed(graph) if i.id in chosen_ids]
-        text = _evidence_text(query, shown_passages, shown_graph)
-        tokens = count_tokens(text, token_counter)
-        if max_tokens is None or tokens <= max_tokens or not chosen:
-            break
-        chosen.pop()  # the item taken last matters least
+    budget = _Budget(None if max_tokens is None else max_tokens - header, max_items, len(items), token_counter)
+    chosen = _evidence_order(passages, graph, budget.take, key_paths)
+    shown_passages, shown_graph, text, tokens = _fit_whole(query, passages, graph, chosen, max_tokens, token_counter)
     shown = (*shown_passages, *shown_graph)
     return PathContext(
         text=text,
@@ -451,6 +424,57 @@ def build_evidence_context(
         instructions=instructions_for(passages=bool(shown_passages), paths=bool(shown_graph)),
         ranked=tuple(chosen),
     )
+
+
+def _fit_whole(
+    query: str,
+    passages: list[RetrievedItem],
+    graph: list[RetrievedItem],
+    chosen: list[RetrievedItem],
+    max_tokens: int | None,
+    token_counter: TokenCounter | None,
+) -> tuple[list[RetrievedItem], list[RetrievedItem], str, int]:
+    """The ``chosen`` passages and graph items as laid out, the text and its tokens: joining can tokenize
+    differently from the parts, so the whole is checked once more, and the item taken last (it matters least)
+    dropped from ``chosen`` while it is over ``max_tokens``."""
+    while True:
+        chosen_ids = {item.id for item in chosen}
+        shown_passages = [i for i in reversed(passages) if i.id in chosen_ids]  # most relevant last, ties too
+        shown_graph = [i for i in reversed(graph) if i.id in chosen_ids]
+        text = _evidence_text(query, shown_passages, shown_graph)
+        tokens = count_tokens(text, token_counter)
+        if max_tokens is None or tokens <= max_tokens or not chosen:
+            return shown_passages, shown_graph, text, tokens
+        chosen.pop()
+
+
+def _check_max_items(max_items: int | None) -> None:
+    if max_items is not None and not (
+        isinstance(max_items, int) and not isinstance(max_items, bool) and max_items >= 1
+    ):
+        raise ValueError(f"max_items must be None or an int >= 1, got {max_items!r}")
+
+
+class _Budget:
+    """What is left of a layout's ``room`` (tokens, ``None``: no limit) and ``slots`` (items, ``None``: no
+    limit) as items are taken; each block is counted as numbered the last of ``count`` (the widest number)."""
+
+    def __init__(self, room: int | None, slots: int | None, count: int, token_counter: TokenCounter | None) -> None:
+        self.room, self.slots, self.count, self.token_counter = room, slots, count, token_counter
+
+    def take(self, item: RetrievedItem) -> bool:
+        """Take ``item`` if it fits what is left; whether it did."""
+        if self.slots is not None and self.slots <= 0:
+            return False
+        if self.room is not None:
+            block = _passage_block(self.count, item) if item.kind == "passage" else _graph_block(self.count, item)
+            cost = count_tokens("\n\n" + block, self.token_counter)
+            if cost > self.room:
+                return False
+            self.room -= cost
+        if self.slots is not None:
+            self.slots -= 1
+        return True
 
 
 def items_context(

@@ -13,12 +13,16 @@ the last committed state while the writer writes; a write touches only the rows 
 reads nothing until a query needs it.
 
 The package, one concept a module: :mod:`~pathrag.sqlite.schema` (the tables, the format version),
-:mod:`~pathrag.sqlite.store` (:class:`SQLiteStore`: connections, transactions, snapshots, meta, and the
-crash tests' write-step hook), :mod:`~pathrag.sqlite.wal` (the damaged-WAL check),
+:mod:`~pathrag.sqlite.store` (:class:`SQLiteStore`: connections, transactions, meta, and the crash tests'
+write-step hook), :mod:`~pathrag.sqlite.reads` (its reads and read snapshots), :mod:`~pathrag.sqlite.storefile`
+(the store file: made whole or not at all, described), :mod:`~pathrag.sqlite.wal` (the damaged-WAL check),
 :mod:`~pathrag.sqlite.lock` (:class:`WriterLock`, one writer per directory across processes),
 :mod:`~pathrag.sqlite.codec` (how records, answers, entities and relations are written in rows),
 :mod:`~pathrag.sqlite.graph` (:class:`SQLiteGraphStore`), :mod:`~pathrag.sqlite.vectors`
-(:class:`SQLiteVectorIndex`), :mod:`~pathrag.sqlite.snapshot` (whole-index copies) and
+(:class:`SQLiteVectorIndex`) over :mod:`~pathrag.sqlite.ann` (the search structure of a space, kept in step
+through the vector log), :mod:`~pathrag.sqlite.keyed` (exact search, int8 copies),
+:mod:`~pathrag.sqlite.segments` (the saved HNSW files and their checks) and :mod:`~pathrag.sqlite.fold`
+(folding changes into them), :mod:`~pathrag.sqlite.snapshot` (whole-index copies) and
 :mod:`~pathrag.sqlite.legacy` (the older JSON format and its one-time migration into a store).
 """
 

@@ -122,30 +122,9 @@ def _migrate(directory: Path, found: list[Path]) -> bool:
     state = read_json(directory / "documents.json", {})
     chunks = [r for r in Journal(directory / "chunks.jsonl").read() if "id" in r and "entities" in r]
     cache = {r["key"]: r["answer"] for r in Journal(directory / "llm_cache.jsonl").read() if "key" in r}
-    known = {r["id"] for r in chunks}
-    missing = [
-        cid
-        for doc in state.get("documents", {}).values()
-        for cid in doc.get("chunks", [])
-        if cid not in known and cid not in doc.get("failed", [])
-    ]
-    if missing:  # a torn or garbled journal: migrating would drop those chunks' records
-        raise StoreError(
-            f"{directory / 'chunks.jsonl'} lacks {len(missing)} chunk(s) that documents.json lists "
-            f"(damaged?), e.g. {missing[0]}: restore it from a backup, or move the JSON files aside "
-            "and index the documents again"
-        )
+    _check_no_chunk_lost(directory, state, chunks)
     graph = NetworkXGraphStore.load(directory) if (directory / "graph.json").exists() else None
-    vectors: dict[str, list[tuple[str, str, Mapping[str, Any], bytes]]] = {}
-    for space in ("entities", "relations", "chunks"):
-        data = read_json(directory / f"{space}.vectors.json", None)
-        if data is not None:
-            try:
-                vectors[space] = [
-                    (r["id"], r["text"], r["metadata"], base64.b64decode(r["vector"])) for r in data["items"]
-                ]
-            except (KeyError, TypeError, ValueError) as exc:
-                raise StoreError(f"cannot read {directory / f'{space}.vectors.json'}: {exc}") from exc
+    vectors = _legacy_vectors(directory)
     meta: dict[str, Any] = {"migrated_from": "json"}
     embedder = cli_embedder(directory)
     if embedder is not None:
@@ -180,3 +159,35 @@ def _migrate(directory: Path, found: list[Path]) -> bool:
         backup,
     )
     return True
+
+
+def _check_no_chunk_lost(directory: Path, state: Mapping[str, Any], chunks: list[dict[str, Any]]) -> None:
+    """Refuse a torn or garbled journal: migrating would drop the records of the chunks it lacks."""
+    known = {r["id"] for r in chunks}
+    missing = [
+        cid
+        for doc in state.get("documents", {}).values()
+        for cid in doc.get("chunks", [])
+        if cid not in known and cid not in doc.get("failed", [])
+    ]
+    if missing:
+        raise StoreError(
+            f"{directory / 'chunks.jsonl'} lacks {len(missing)} chunk(s) that documents.json lists "
+            f"(damaged?), e.g. {missing[0]}: restore it from a backup, or move the JSON files aside "
+            "and index the documents again"
+        )
+
+
+def _legacy_vectors(directory: Path) -> dict[str, list[tuple[str, str, Mapping[str, Any], bytes]]]:
+    """The rows of each vector space saved as ``<space>.vectors.json`` (a space without its file: none)."""
+    vectors: dict[str, list[tuple[str, str, Mapping[str, Any], bytes]]] = {}
+    for space in ("entities", "relations", "chunks"):
+        data = read_json(directory / f"{space}.vectors.json", None)
+        if data is not None:
+            try:
+                vectors[space] = [
+                    (r["id"], r["text"], r["metadata"], base64.b64decode(r["vector"])) for r in data["items"]
+                ]
+            except (KeyError, TypeError, ValueError) as exc:
+                raise StoreError(f"cannot read {directory / f'{space}.vectors.json'}: {exc}") from exc
+    return vectors

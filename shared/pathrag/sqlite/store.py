@@ -1,5 +1,7 @@
 """The store's connections: :class:`SQLiteStore` (a writer and per-thread readers on one file, transactions,
-read snapshots, the ``meta`` table, the format upgrade) and the write-step counter of the crash tests.
+the ``meta`` table, the format upgrade) and the write-step counter of the crash tests. Its reads and read
+snapshots are :mod:`pathrag.sqlite.reads`; the file itself (made whole or not at all, refused when it is not a
+regular file) :mod:`pathrag.sqlite.storefile`.
 
 Crash testing: every statement the writer sends is a *write step*. With ``PATHRAG_CRASH_AFTER_WRITE=k``
 in the environment (or :data:`crash_after_write` of this module set), the process kills itself with SIGKILL
@@ -16,27 +18,31 @@ right after its k-th write step, which lets a test stop a commit at each of its 
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import errno
 import itertools
 import logging
 import os
 import signal
 import sqlite3
 import threading
-import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
-from ..errors import StoreDamaged, StoreError, StoreFormatError
-from ..files import file_kind
-from .lock import FOLD_LOCK_FILE, LOCK_FILE
+from ..errors import StoreError, StoreFormatError
 from .migrations import upgrade
+from .reads import StoreReads
 from .schema import FORMAT, FORMAT_VERSION, SCHEMA, STORE_FILE
+from .storefile import (
+    can_write,
+    create_store_file,
+    damage_error,
+    new_empty_file,
+    read_only_uri,
+    read_store_info,
+    refuse_special_files,
+    store_exists,
+)
 from .wal import check_wal
 
 __all__ = [
@@ -74,13 +80,8 @@ STAGED_ROWS = 1 << 14
 """Rows one statement of :meth:`SQLiteStore.insert_rows` takes (a bounded temporary table: 28 MB of 384-dimensional
 vectors rows, 100 MB of 1,536-dimensional ones)."""
 
-_SNAPSHOTS: contextvars.ContextVar[Mapping[SQLiteStore, sqlite3.Connection]] = contextvars.ContextVar(
-    "pathrag_snapshots", default=MappingProxyType({})
-)
-"""The open read snapshot of each store, per thread and asyncio task (see :meth:`SQLiteStore.snapshot`)."""
 
-
-class SQLiteStore:
+class SQLiteStore(StoreReads):
     """One ``pathrag.sqlite`` in ``directory``: a writer connection and a reader connection.
 
     The writer runs in autocommit mode except inside :meth:`transaction`; the reader only ever sees
@@ -93,12 +94,12 @@ class SQLiteStore:
     ) -> None:
         self.directory = Path(directory)
         self.path = self.directory / STORE_FILE
-        _refuse_special_files(self.path)
+        refuse_special_files(self.path)
         if not self.path.exists():
             if not create:
                 raise StoreError(f"no pathrag store at {self.directory}")
-            _create(self.path, initial_meta or {})
-        self.read_only = not _writable(self.directory, self.path)
+            create_store_file(self.path, initial_meta or {})
+        self.read_only = not can_write(self.directory, self.path)
         """Opened for reading only (a read-only file, directory or mount): every write is refused."""
         self._writer: sqlite3.Connection | None = None
         self._readers: list[sqlite3.Connection] = []  # one per thread (see _r)
@@ -152,7 +153,7 @@ class SQLiteStore:
     def _raise_if_damaged(self, exc: sqlite3.DatabaseError) -> None:
         """Raise :class:`~pathrag.errors.StoreDamaged` naming the file when ``exc`` is SQLite finding it
         damaged (it names no file); return for any other database error (a lock, a full disk)."""
-        error = _damage(self.path, exc)
+        error = damage_error(self.path, exc)
         if error is not None:
             raise error from exc
 
@@ -172,66 +173,6 @@ class SQLiteStore:
                 # to write (nor to find the disk full for)
                 self._writer.execute("PRAGMA temp_store = MEMORY")
         return self._writer
-
-    def _r(self) -> sqlite3.Connection:
-        """The reader connection: the open :meth:`snapshot`'s of this thread or task, else this thread's."""
-        held = _SNAPSHOTS.get().get(self)
-        if held is not None:
-            return held
-        conn = getattr(self._local, "conn", None)
-        if conn is None or getattr(self._local, "store_generation", None) is not self._readers:
-            conn = self._reader()
-            self._local.conn, self._local.store_generation = conn, self._readers
-        return conn
-
-    def _reader(self) -> sqlite3.Connection:
-        conn = self._connect()
-        conn.execute("PRAGMA query_only = ON")
-        with self._rlock:
-            self._readers.append(conn)
-        return conn
-
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        """Every read inside sees one committed state (a read transaction), so that a retrieval running
-        while a commit lands answers wholly from the state before it or after it.
-
-        The snapshot belongs to the calling thread or asyncio task (a context variable), on a connection
-        of its own: overlapping tasks on one event loop each read their own state, and each snapshot ends
-        when its own block does. Nested snapshots of one thread or task share the outer one."""
-        if self in _SNAPSHOTS.get():
-            yield
-            return
-        with self._rlock:
-            conn = self._idle.pop() if self._idle else None
-        if conn is None:
-            conn = self._reader()
-        generation = self._readers
-        try:
-            conn.execute("BEGIN")
-            conn.execute("SELECT 1 FROM meta LIMIT 1").fetchall()  # the snapshot starts at the first read
-        except sqlite3.DatabaseError as exc:
-            with contextlib.suppress(sqlite3.Error):
-                conn.execute("ROLLBACK")
-            self._raise_if_damaged(exc)
-            raise
-        token = _SNAPSHOTS.set({**_SNAPSHOTS.get(), self: conn})
-        try:
-            yield
-        finally:
-            _SNAPSHOTS.reset(token)
-            try:
-                if conn.in_transaction:
-                    conn.execute("COMMIT")
-            except sqlite3.ProgrammingError:  # closed by close() meanwhile
-                pass
-            except sqlite3.DatabaseError as exc:
-                self._raise_if_damaged(exc)
-                raise
-            else:
-                with self._rlock:
-                    if generation is self._readers:  # not closed meanwhile
-                        self._idle.append(conn)
 
     def _connect(self) -> sqlite3.Connection:
         if self.read_only:
@@ -254,7 +195,7 @@ class SQLiteStore:
         (a read-only directory or mount), ``immutable=1`` as well: SQLite then needs no ``-shm`` either, and
         no writer can be changing the file, as a writer in WAL mode needs a ``-wal`` file."""
         conn = sqlite3.connect(
-            _read_only_uri(self.path), uri=True, isolation_level=None, check_same_thread=False, timeout=30.0
+            read_only_uri(self.path), uri=True, isolation_level=None, check_same_thread=False, timeout=30.0
         )
         conn.execute("PRAGMA query_only = ON")
         return conn
@@ -350,8 +291,8 @@ class SQLiteStore:
 
         Why: before such a statement changes a page, SQLite keeps a copy of it (once per statement), so
         that it can undo that statement alone. Run once per row, a bulk write copied the same 32 KB pages
-        again for every row: about 160 KB a row, 63 GB for the 4·10⁵ vectors of one batch of a 10⁶-entity
-        import (13 of the writer's 54 CPU-seconds). Run over many rows, each page is copied once.
+        again for every row (``benchmarks/README.md`` has what that cost a bulk import). Run over many rows,
+        each page is copied once.
 
         >>> import tempfile
         >>> store = SQLiteStore(tempfile.mkdtemp())
@@ -390,66 +331,6 @@ class SQLiteStore:
             except sqlite3.DatabaseError as exc:
                 self._raise_if_damaged(exc)
                 raise
-
-    # -- reading -----------------------------------------------------------------------------------
-
-    def read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """A read of the last committed state (or of this thread's open :meth:`snapshot`)."""
-        try:
-            return self._r().execute(sql, params).fetchall()
-        except sqlite3.DatabaseError as exc:
-            self._raise_if_damaged(exc)
-            raise
-
-    def stream(self, sql: str, params: Sequence[Any] = (), batch: int = 1000) -> Iterator[tuple[Any, ...]]:
-        """Rows of a read on this thread's reader, a batch at a time (inside a snapshot: of that state)."""
-        try:
-            cursor = self._r().execute(sql, params)
-        except sqlite3.DatabaseError as exc:
-            self._raise_if_damaged(exc)
-            raise
-        yield from self._fetch_batches(cursor, batch, close=False)
-
-    def iread(self, sql: str, params: Sequence[Any] = (), batch: int = 2000) -> Iterator[tuple[Any, ...]]:
-        """Rows of a committed-state query, streamed in batches (one read transaction throughout): inside a
-        :meth:`snapshot` (of the calling thread or task when this is called), of that snapshot's state."""
-        held = _SNAPSHOTS.get().get(self)
-        if held is not None:
-            return self._fetch_batches(held.execute(sql, params), batch)
-        return self._iread_own(sql, params, batch)
-
-    def _fetch_batches(self, cursor: sqlite3.Cursor, batch: int, *, close: bool = True) -> Iterator[tuple[Any, ...]]:
-        try:
-            while True:
-                try:
-                    rows = cursor.fetchmany(batch)
-                except sqlite3.DatabaseError as exc:
-                    self._raise_if_damaged(exc)
-                    raise
-                if not rows:
-                    return
-                yield from rows
-        finally:
-            if close:
-                cursor.close()
-
-    def _iread_own(self, sql: str, params: Sequence[Any], batch: int) -> Iterator[tuple[Any, ...]]:
-        conn = self._connect()  # its own connection: the shared reader stays free meanwhile
-        try:
-            try:
-                conn.execute("PRAGMA query_only = ON")
-                cursor = conn.execute(sql, params)
-            except sqlite3.DatabaseError as exc:
-                self._raise_if_damaged(exc)
-                raise
-            yield from self._fetch_batches(cursor, batch)
-        finally:
-            conn.close()
-
-    def counter(self, key: str) -> int:
-        """A change counter kept in ``meta``, as this thread's reader sees it."""
-        rows = self.read("SELECT value FROM meta WHERE key = ?", (key,))
-        return int(rows[0][0]) if rows else 0
 
     def bump(self, key: str) -> None:
         """Count a change (a write step of the open transaction, or its own)."""
@@ -510,7 +391,7 @@ class SQLiteStore:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{STORE_FILE}.tmp")
         tmp.unlink(missing_ok=True)
-        _new_file(tmp)
+        new_empty_file(tmp)
         dest = sqlite3.connect(tmp)
         try:
             self._r().backup(dest)
@@ -534,162 +415,6 @@ class SQLiteStore:
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r})"
-
-
-def _refuse_special_files(path: Path) -> None:
-    """Refuse a FIFO, socket, device or folder in place of the store file, its WAL, its shared memory or
-    the writer's lock file before SQLite (or the WAL check, or the lock) opens it: reading a FIFO blocks
-    forever."""
-    others = (path.with_name(path.name + s) for s in ("-wal", "-shm"))
-    for name in (path, *others, path.with_name(LOCK_FILE), path.with_name(FOLD_LOCK_FILE)):
-        kind = file_kind(name)
-        if kind is not None:
-            raise StoreError(
-                f"{name} is not a regular file ({kind}): a store's files are regular files; move it aside, or "
-                "restore the store from a backup"
-            )
-
-
-def _damage(path: Path, exc: sqlite3.DatabaseError) -> StoreDamaged | None:
-    """The one-line error for SQLite finding the file ``path`` damaged ("database disk image is malformed",
-    "file is not a database": it names no file); ``None`` for any other database error."""
-    name = getattr(exc, "sqlite_errorname", None)  # Python 3.11+
-    text = str(exc)
-    if name is not None:
-        damaged = name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB"))
-    else:
-        damaged = "malformed" in text or "not a database" in text
-    if not damaged:
-        return None
-    return StoreDamaged(path, [" ".join(text.split())], remedy=StoreDamaged.FILE_REMEDY)
-
-
-def _writable(directory: Path, path: Path) -> bool:
-    """Whether the store file and its directory can be written (not on a read-only mount, say)."""
-    return os.access(directory, os.W_OK) and os.access(path, os.W_OK)
-
-
-def _read_only_uri(path: Path) -> str:
-    """The URI of a connection to ``path`` that never writes (see :meth:`SQLiteStore._connect_read_only`)."""
-    wal = path.with_name(path.name + "-wal")
-    immutable = not wal.exists() and not os.access(path.parent, os.W_OK)
-    return f"file:{urllib.parse.quote(str(path))}?mode=ro{'&immutable=1' if immutable else ''}"
-
-
-def _create(path: Path, meta: Mapping[str, Any]) -> None:
-    """Make a new store file at once, with its tables and its ``meta`` rows (``meta`` and the format).
-
-    It is written under a temporary name and linked in place when whole: a first write that fails (a full
-    disk, a permission error) leaves no store behind, so the next attempt starts afresh, and a store never
-    exists without the meta rows (the embeddings it uses) its creator gave it. Two processes creating one
-    store: the first link wins, and the other opens that file."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreError(f"cannot create the store directory {path.parent}: {exc}") from exc
-    _remove_stale_creations(path.parent)
-    tmp = path.with_name(f"{_NEW_PREFIX}{os.getpid()}-{threading.get_ident()}")
-    rows = [("format", FORMAT), ("format_version", str(FORMAT_VERSION)), *((k, str(v)) for k, v in meta.items())]
-    try:
-        _new_file(tmp)
-        conn = sqlite3.connect(tmp, isolation_level=None)
-        try:
-            conn.execute("PRAGMA page_size = 32768")  # see _connect
-            conn.execute("PRAGMA recursive_triggers = ON")
-            conn.executescript(SCHEMA)
-            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", rows)
-            conn.execute("PRAGMA journal_mode = WAL")
-        finally:
-            conn.close()
-        _link(tmp, path)
-    except (sqlite3.Error, OSError) as exc:
-        raise StoreError(
-            f"cannot create the store {path}: {exc} (nothing was left behind: free some space or fix the "
-            "directory's permissions, then try again)"
-        ) from exc
-    finally:
-        for name in (tmp, *(tmp.with_name(tmp.name + s) for s in ("-journal", "-wal", "-shm"))):
-            with contextlib.suppress(OSError):
-                name.unlink(missing_ok=True)
-
-
-def _new_file(path: Path) -> None:
-    """Make ``path`` empty with the permissions the user's umask allows (SQLite would make it 0644 whatever
-    the umask, and its ``-wal`` and ``-shm`` files take the store file's: a group could never share it)."""
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
-
-
-def _remove_stale_creations(directory: Path) -> None:
-    """Remove the temporary files of store creations whose process died (killed while creating)."""
-    try:
-        names = [p for p in directory.iterdir() if p.name.startswith(_NEW_PREFIX)]
-    except OSError:
-        return
-    for name in names:
-        pid = name.name[len(_NEW_PREFIX) :].split("-")[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            with contextlib.suppress(OSError):
-                name.unlink()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process
-        return True
-    return True
-
-
-_NEW_PREFIX = f".{STORE_FILE}.new-"
-_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK}
-
-
-def _link(tmp: Path, path: Path) -> None:
-    """Put the whole new file ``tmp`` at ``path`` unless a store appeared there meanwhile (kept: it wins)."""
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        return
-    except OSError as exc:
-        if exc.errno not in _NO_HARD_LINKS or path.exists():
-            raise
-        os.replace(tmp, path)  # a file system without hard links
-    with contextlib.suppress(OSError):  # the new name survives a power loss too
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def store_exists(directory: str | os.PathLike[str]) -> bool:
-    """Whether ``directory`` holds a store file."""
-    return (Path(directory) / STORE_FILE).exists()
-
-
-def read_store_info(directory: str | os.PathLike[str]) -> dict[str, str] | None:
-    """The ``meta`` table of the store in ``directory`` without opening it for writing (``None``: no store)."""
-    path = Path(directory) / STORE_FILE
-    if not path.exists():
-        _remove_stale_creations(path.parent)  # a creation killed midway blocks nothing
-        return None
-    _refuse_special_files(path)
-    check_wal(path)  # a damaged WAL would read as an older (or empty) store
-    try:
-        conn = sqlite3.connect(_read_only_uri(path), uri=True, timeout=30.0)
-        try:
-            return dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        damaged = _damage(path, exc)
-        if damaged is not None:
-            raise damaged from exc
-        raise StoreError(
-            f"cannot read {path}: {exc} (restore it from a backup, or rebuild the store in a new directory)"
-        ) from exc
 
 
 def write_store_info(directory: str | os.PathLike[str], **values: Any) -> None:

@@ -100,19 +100,8 @@ RICH_METADATA = {
 ODD_IDS = ["ÉCLUSE 中 🚢", "it's", 'say "hi"', "50%_off", "*", "a/b:c", "two\nlines", "tab\there", "back\\slash"]
 
 
-class VectorIndexContract:
-    """The :class:`~pathrag.VectorIndex` contract tests; override the ``index`` fixture.
-
-    ``index(self, embedder)`` must return a fresh, empty index that embeds with ``embedder`` (a
-    :class:`CompassEmbedder`; a framework store gets it wrapped in its framework's embeddings class).
-    Optional methods the core uses when an index has them are checked when present: ``get(id)`` (passage
-    texts), ``ids()``, ``len()`` and ``upsert_vectors(items, vectors)`` (reusing imported vectors).
-
-    Class attributes to set for an index that legitimately differs:
-
-    * ``keeps_text = False``: hits carry ``text=""`` instead of the item's text.
-    * ``cosine_scores = False``: scores are another similarity than the cosine (still higher is closer).
-    """
+class _SearchContract:
+    """The fixtures and helpers of :class:`VectorIndexContract`, and its tests of what a search answers."""
 
     keeps_text = True
     cosine_scores = True
@@ -218,6 +207,21 @@ class VectorIndexContract:
         self.assert_hit(first, rich)
         self.assert_hit(second, bare)
         self.assert_stored(index, {"rich": rich, "bare": bare})
+
+
+class VectorIndexContract(_SearchContract):
+    """The :class:`~pathrag.VectorIndex` contract tests; override the ``index`` fixture.
+
+    ``index(self, embedder)`` must return a fresh, empty index that embeds with ``embedder`` (a
+    :class:`CompassEmbedder`; a framework store gets it wrapped in its framework's embeddings class).
+    Optional methods the core uses when an index has them are checked when present: ``get(id)`` (passage
+    texts), ``ids()``, ``len()`` and ``upsert_vectors(items, vectors)`` (reusing imported vectors).
+
+    Class attributes to set for an index that legitimately differs:
+
+    * ``keeps_text = False``: hits carry ``text=""`` instead of the item's text.
+    * ``cosine_scores = False``: scores are another similarity than the cosine (still higher is closer).
+    """
 
     # -- upserts -------------------------------------------------------------------------------------
 

@@ -21,7 +21,16 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Embedder", "VectorHit", "VectorIndex", "VectorItem", "check_finite", "checked_vectors"]
+__all__ = [
+    "Embedder",
+    "VectorHit",
+    "VectorIndex",
+    "VectorItem",
+    "VectorUpserts",
+    "check_finite",
+    "checked_vectors",
+    "vector_upserts",
+]
 
 
 @runtime_checkable
@@ -118,3 +127,31 @@ class VectorIndex(Protocol):
     async def adelete(self, ids: Iterable[str]) -> None:
         """Async twin of :meth:`delete`."""
         ...
+
+
+@runtime_checkable
+class VectorUpserts(Protocol):
+    """A vector index that can also store vectors as given (reused from elsewhere) instead of embedding
+    their items: :class:`~pathrag.InMemoryVectorIndex` and the SQLite store's indexes are."""
+
+    def upsert_vectors(self, items: Sequence[VectorItem], vectors: Sequence[Sequence[float]]) -> None:
+        """Store ``items`` with ``vectors`` (one per item, in order), replacing any under the same ids."""
+        ...
+
+
+def vector_upserts(index: object, needed_by: str) -> VectorUpserts:
+    """``index`` as a :class:`VectorUpserts`, checked once where reused vectors come in.
+
+    >>> from pathrag import HashingEmbedder, InMemoryVectorIndex
+    >>> index = InMemoryVectorIndex(HashingEmbedder(8))
+    >>> vector_upserts(index, "reusing vectors") is index
+    True
+
+    Raises:
+        TypeError: ``index`` has no ``upsert_vectors``; the message starts with ``needed_by``.
+    """
+    if not isinstance(index, VectorUpserts):
+        raise TypeError(
+            f"{needed_by} needs a vector index with upsert_vectors(items, vectors), not {type(index).__name__}"
+        )
+    return index

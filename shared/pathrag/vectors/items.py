@@ -14,7 +14,7 @@ import numpy as np
 
 from ..ids import entity_vector_id, relation_key, relation_vector_id
 from ..models import Entity, Relation
-from .base import VectorIndex, VectorItem
+from .base import VectorIndex, VectorItem, vector_upserts
 
 __all__ = ["VECTOR_BATCH", "aput_vectors", "chunk_metadata", "entity_vector_item", "relation_vector_item"]
 
@@ -66,11 +66,11 @@ async def aput_vectors(
     vectors = vectors or {}
     known = [item for item in items if item.id in vectors]
     fresh = [item for item in items if item.id not in vectors]
-    if known and not hasattr(index, "upsert_vectors"):
-        raise TypeError(f"reusing vectors needs a vector index with upsert_vectors(), not {type(index).__name__}")
+    upserts = vector_upserts(index, "reusing vectors") if known else None
     for start in range(0, len(known), VECTOR_BATCH):
         batch = known[start : start + VECTOR_BATCH]
-        index.upsert_vectors(batch, [list(map(float, vectors[item.id])) for item in batch])  # type: ignore[attr-defined]
+        assert upserts is not None  # checked above: there are vectors to reuse
+        upserts.upsert_vectors(batch, [list(map(float, vectors[item.id])) for item in batch])
     for start in range(0, len(fresh), VECTOR_BATCH):
         await index.aupsert(fresh[start : start + VECTOR_BATCH])
     return len(known)
