@@ -20,7 +20,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 __all__ = ["run_sync", "shared_loop"]
 
@@ -82,7 +82,7 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         raise
     if not done:
         raise value
-    return value
+    return cast(T, value)
 
 
 async def _outcome(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
