@@ -44,6 +44,7 @@ from pathrag import (
     as_graph_store,
     retrieve,
 )
+from pathrag.params import uses_keyword_llm
 from pathrag.query.context import result_context
 
 from .adapters import LangChainLanguageModel, LangChainVectorIndex
@@ -111,8 +112,12 @@ class PathRAGRetriever(BaseRetriever):
     ``directed`` tune the flow-based pruning (see the README). With ``index`` (a
     :class:`pathrag.PathRAGIndex`, as :meth:`PathRAGIndexer.as_retriever` gives), the graph and indexes
     are the index's, and every retrieval reads one committed state of it while documents are added or
-    deleted. With ``llm``, high- and low-level keywords are extracted from the query first (a run tagged
-    :data:`KEYWORDS_TAG`); without one, or when its answer is unusable, the query itself is the keyword.
+    deleted.
+
+    Model calls per retrieval: **none** by default. ``llm`` is asked for the query's high- and low-level
+    keywords (one call, a run tagged :data:`KEYWORDS_TAG`) only in the paper's mode ``context="paths"``,
+    or in any mode with ``keyword_llm=True`` (``False``: never; see :func:`pathrag.params.uses_keyword_llm`).
+    Without a call, or when its answer is unusable, the query itself is the keyword.
     With ``context="evidence"`` (the default), the paths are query-aware (built from ``relation_index``,
     the index's relation vectors) and ``passage_index`` (the indexer's chunk store) gives up to
     ``num_passages`` source passages ranked with the flow; ``context="paths"`` is the paper's paths-only
@@ -133,6 +138,7 @@ class PathRAGRetriever(BaseRetriever):
     relation_index: VectorIndex | None = Field(default=None, exclude=True)
     index: PathRAGIndex | None = Field(default=None, exclude=True)
     llm: _LanguageModel | None = Field(default=None, exclude=True)
+    keyword_llm: bool | None = None
     k: int = 4
     params: RetrievalParams = Field(default_factory=RetrievalParams)
 
@@ -266,7 +272,8 @@ class PathRAGRetriever(BaseRetriever):
     ) -> Callable[[_Sources], dict[str, Any]]:
         """The core's arguments for one call, given what it reads (settings checked before any read)."""
         kwargs.pop("verbose", None)  # BaseRetriever.invoke's own flag, forwarded along with ours
-        params, llm = self.params.override(**kwargs), self._keyword_llm(run_manager)
+        params = self.params.override(**kwargs)
+        llm = self._keyword_llm(run_manager) if uses_keyword_llm(self.keyword_llm, params.context) else None
         config = _child_config(run_manager, ENTITY_SEARCH_TAG)
         return lambda sources: {
             "graph": sources.graph,

@@ -154,7 +154,7 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
         index: PropertyGraphIndex,
         llm: LLM | None = None,
         *,
-        keyword_llm: LLM | bool = True,
+        keyword_llm: LLM | bool | None = None,
         text_qa_template: PromptTemplate | None = None,
         response_mode: ResponseMode = ResponseMode.COMPACT,
         streaming: bool = False,
@@ -163,8 +163,10 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
     ) -> PathRAGQueryEngine:
         """A ready engine over ``index``'s graph.
 
-        ``llm`` answers (default ``Settings.llm``). ``keyword_llm``: ``True`` asks ``llm`` for the query's
-        keywords, ``False`` searches with the query text, or pass another LLM. ``max_tokens`` bounds the
+        ``llm`` answers (default ``Settings.llm``): one model call per query (or more, as the response mode
+        asks). ``keyword_llm``: ``None`` (default) asks ``llm`` for the query's keywords only in the paper's
+        mode ``context="paths"`` (one more call), ``True`` always, ``False`` never (the query text is the
+        keyword), or pass another LLM to ask always. ``max_tokens`` bounds the
         context as :func:`pathrag.query.context.result_context` does. ``retriever_params`` go to
         :class:`PathRAGRetriever` (``similarity_top_k``, ``relation_index``, ``top_k``, ``num_seeds``,
         ``alpha``, ``theta``, ``max_hops``, ``paths_per_pair``, ``directed``, ``context``, ``num_passages``,
@@ -178,8 +180,11 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
         retriever_params.setdefault("max_tokens", max_tokens)  # one budget: what is retrieved, what is shown
         # PropertyGraphIndex keeps its embedding model private; None falls back to Settings.embed_model
         retriever_params.setdefault("embed_model", getattr(index, "_embed_model", None))
-        keywords = llm if keyword_llm is True else (keyword_llm or None)
-        retriever = PathRAGRetriever(index.property_graph_store, llm=keywords, **retriever_params)
+        if isinstance(keyword_llm, bool) or keyword_llm is None:
+            keywords, wanted = llm, keyword_llm
+        else:  # another model: asked every time
+            keywords, wanted = keyword_llm, True
+        retriever = PathRAGRetriever(index.property_graph_store, llm=keywords, keyword_llm=wanted, **retriever_params)
         synthesizer = get_response_synthesizer(
             llm=llm,
             text_qa_template=text_qa_template or PATHRAG_QA_TEMPLATE,

@@ -1,7 +1,7 @@
 """``PathRAGRetriever``: PathRAG's key paths as a property-graph sub-retriever.
 
 One query runs the core's :func:`pathrag.query.retrieval.retrieve` (or ``aretrieve``) unchanged: keywords
-(from ``llm``, else the query text) → seed entities by vector search → flow-pruned key paths over the
+(the query text; from ``llm`` only with ``context="paths"`` or ``keyword_llm=True``: one model call) → seed entities by vector search → flow-pruned key paths over the
 graph (:class:`~llama_index_pathrag.graph.PropertyGraphStoreAdapter`) → path texts. The adapter supplies
 the graph; this module supplies the seeds and the keyword model:
 
@@ -50,6 +50,7 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore, Vector
 from typing_extensions import override
 
 from pathrag import RetrievalParams, RetrievalResult, VectorHit, VectorIndex, aretrieve, retrieve
+from pathrag.params import uses_keyword_llm
 from pathrag.query.context import result_context
 
 from .extractor import EXTRACTED_KEY
@@ -177,6 +178,7 @@ class PathRAGRetriever(BasePGRetriever):
         vector_store: BasePydanticVectorStore | None = None,
         embed_model: BaseEmbedding | None = None,
         llm: LLM | None = None,
+        keyword_llm: bool | None = None,
         passage_retriever: BaseRetriever | None = None,
         relation_index: VectorIndex | None = None,
         similarity_top_k: int | None = None,
@@ -202,7 +204,9 @@ class PathRAGRetriever(BasePGRetriever):
         self.ignore_relations = tuple(ignore_relations)
         self.pushdown = pushdown
         self._seeds = _EntitySeeds(graph_store, vector_store, embed_model)
-        self._llm = _LlamaLanguageModel(llm) if llm is not None else None
+        # no model call per query unless asked for, or in the paper's mode (see pathrag.params.uses_keyword_llm)
+        wanted = uses_keyword_llm(keyword_llm, self.params.context)
+        self._llm = _LlamaLanguageModel(llm) if llm is not None and wanted else None
         if passage_retriever is not None and not isinstance(passage_retriever, BaseRetriever):
             raise TypeError(
                 f"passage_retriever must be a llama_index retriever, got {type(passage_retriever).__name__}"

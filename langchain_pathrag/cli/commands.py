@@ -98,9 +98,10 @@ class Format(str, Enum):
 # -- commands ----------------------------------------------------------------------------------------
 
 
-def _retrieve(index: PathRAGIndex, question: str, keyword_llm: bool, params: RetrievalParams) -> RetrievalResult:
+def _retrieve(index: PathRAGIndex, question: str, params: RetrievalParams) -> RetrievalResult:
+    """The retrieval, asking the model for keywords only in the paper's mode (``--context paths``)."""
     try:
-        return index.retrieve(question, keyword_llm=keyword_llm, params=params)
+        return index.retrieve(question, params=params)
     except TypeError as exc:  # a question that is not text (the settings were checked already)
         raise CliError(str(exc), code=2) from exc
 
@@ -305,7 +306,7 @@ def query(
     from .store import opened
 
     with opened(store, embedding_model=embedding_model, llm=llm) as idx:
-        result = _retrieve(idx, question, llm is not None, params)
+        result = _retrieve(idx, question, params)
         laid_out = result_context(result)  # within the retrieval's budget
         shown = sources(idx, laid_out)
     prompt = answer_prompt(laid_out)
@@ -368,7 +369,7 @@ def paths(
     from .store import opened
 
     with opened(store, embedding_model=embedding_model, llm=llm) as idx:
-        result = _retrieve(idx, question, llm is not None, params)
+        result = _retrieve(idx, question, params)
         # the graph alone: the key paths and the entity fill (passages are what `pathrag query` lists among
         # its sources; the further paths are what a context shows when it has room)
         fill = [item for item in result.items if item.kind == "entity"]

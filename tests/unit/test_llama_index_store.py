@@ -75,12 +75,17 @@ async def test_the_query_engine_sends_the_core_prompt(store: Path) -> None:
     retriever.close()
 
 
-def test_keywords_come_from_the_llm_given(store: Path) -> None:
+def test_keywords_come_from_the_llm_given_only_when_asked(store: Path) -> None:
     llm = ScriptedLlamaLLM(keywords={QUESTION: '{"high_level": ["flood"], "low_level": ["Odric Pelham"]}'})
-    retriever = PathRAGIndexRetriever.from_store(store, llm=llm)
-    assert retriever.retrieve(QUESTION)
-    assert any(p.startswith("Pick the search keywords") for p in llm.prompts)
-    retriever.close()
+    quiet = PathRAGIndexRetriever.from_store(store, llm=llm)
+    assert quiet.retrieve(QUESTION) and llm.prompts == []  # the default mode makes no model call
+    quiet.close()
+    for asked in ({"keyword_llm": True}, {"context": "paths"}):
+        llm.prompts.clear()
+        retriever = PathRAGIndexRetriever.from_store(store, llm=llm, **asked)
+        assert retriever.retrieve(QUESTION)
+        assert [p.startswith("Pick the search keywords") for p in llm.prompts] == [True]
+        retriever.close()
 
 
 def test_an_endpoint_store_needs_its_embed_model(tmp_path: Path) -> None:

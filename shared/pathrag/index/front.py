@@ -71,6 +71,7 @@ from ..llm.calls import LLMCaller, OperationCalls
 from ..llm.client import LanguageModel, RememberingLanguageModel, as_language_model
 from ..models import Entity, Relation
 from ..names import check_name
+from ..params import RetrievalParams, uses_keyword_llm
 from ..query.retrieval import RetrievalResult, aretrieve, retrieve
 from ..sqlite import STORE_FILE, SQLiteGraphStore, SQLiteStore, SQLiteVectorIndex, store_exists, write_snapshot
 from ..sqlite.legacy import legacy_files
@@ -461,14 +462,15 @@ class PathRAGIndex:
         """Sync twin of :meth:`aadd_records`."""
         return run_sync(self.aadd_records(document_id, entities, relations, **vector_items_and_vectors))
 
-    def retrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
+    def retrieve(self, query: str, *, keyword_llm: bool | None = None, **params: Any) -> RetrievalResult:
         """Key paths and source passages for ``query`` from this index (see :func:`pathrag.query.retrieval.retrieve`).
 
-        The index's LLM extracts the query keywords unless ``keyword_llm=False``. The answer comes from one
-        committed state, whatever writes run meanwhile (see :meth:`aread_committed`); a read that is run
-        again asks the LLM nothing new.
+        Model calls: none by default. The index's LLM extracts the query keywords (one call) only in the
+        paper's mode ``context="paths"``, or always with ``keyword_llm=True`` (never with ``False``; see
+        :func:`pathrag.params.uses_keyword_llm`). The answer comes from one committed state, whatever writes
+        run meanwhile (see :meth:`aread_committed`); a read that is run again asks the LLM nothing new.
         """
-        llm = self._keyword_model(keyword_llm)
+        llm = self._keyword_model(keyword_llm, params)
         return self.read_committed(
             lambda graph, indexes: retrieve(
                 query,
@@ -481,9 +483,9 @@ class PathRAGIndex:
             )
         )
 
-    async def aretrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
+    async def aretrieve(self, query: str, *, keyword_llm: bool | None = None, **params: Any) -> RetrievalResult:
         """Async twin of :meth:`retrieve`."""
-        llm = self._keyword_model(keyword_llm)
+        llm = self._keyword_model(keyword_llm, params)
         return await self.aread_committed(
             lambda graph, indexes: aretrieve(
                 query,
@@ -496,8 +498,12 @@ class PathRAGIndex:
             )
         )
 
-    def _keyword_model(self, wanted: bool) -> LanguageModel | None:
-        return RememberingLanguageModel(self.llm) if wanted and self.llm is not None else None
+    def _keyword_model(self, wanted: bool | None, params: Mapping[str, Any]) -> LanguageModel | None:
+        given = params.get("params")
+        context = params.get("context", given.context if isinstance(given, RetrievalParams) else "evidence")
+        if self.llm is None or not uses_keyword_llm(wanted, context):
+            return None
+        return RememberingLanguageModel(self.llm)
 
     async def aread_committed(self, read: Callable[[GraphStore, Mapping[str, VectorIndex]], Awaitable[T]]) -> T:
         """``await read(graph, vector_indexes)`` on one committed state of the index, while writes go on.
