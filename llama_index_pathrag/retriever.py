@@ -3,7 +3,8 @@
 One query runs the core's :func:`pathrag.query.retrieval.retrieve` (or ``aretrieve``) unchanged: keywords
 (the query text; from ``llm`` only with ``context="paths"`` or ``keyword_llm=True``: one model call) → seed
 entities by vector search → flow-pruned key paths over the graph
-(:class:`~llama_index_pathrag.graph.PropertyGraphStoreAdapter`) → path texts. The adapter supplies the graph; this module supplies the seeds and the keyword model:
+(:class:`~llama_index_pathrag.graph.PropertyGraphStoreAdapter`) → path texts. The adapter supplies the graph; this
+module supplies the seeds and the keyword model:
 
 * seeds come from the graph store's own vector search when it has one (``supports_vector_queries``),
   else from ``vector_store``, where ``PropertyGraphIndex`` keeps entity embeddings
