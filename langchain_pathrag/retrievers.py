@@ -45,11 +45,12 @@ from pathrag import (
     retrieve,
 )
 from pathrag.params import uses_keyword_llm
-from pathrag.query.context import result_context
+from pathrag.query.citations import relevance_scores
+from pathrag.query.context import PathContext, items_context, result_context
 
 from .adapters import LangChainLanguageModel, LangChainVectorIndex
 
-__all__ = ["KEYWORDS_TAG", "ENTITY_SEARCH_TAG", "PathRAGRetriever"]
+__all__ = ["KEYWORDS_TAG", "ENTITY_SEARCH_TAG", "LaidOut", "PathRAGRetriever"]
 
 #: Tags of the retriever's inner runs: filter them out of ``astream_events`` with ``exclude_tags``.
 KEYWORDS_TAG = "pathrag:keywords"
@@ -124,10 +125,13 @@ class PathRAGRetriever(BaseRetriever):
     retrieval.
 
     Each document: ``page_content`` is the path (or passage) as text, ``id`` is stable, ``metadata``
-    holds ``kind`` (``"path"``, ``"entity"`` or ``"passage"``), ``id``, ``score``, ``nodes``, ``hops`` and
-    ``source_ids`` (the chunk ids behind it). An empty query gives ``[]``; a non-string, a ``TypeError``;
-    ``k`` below 1, a ``ValueError``. :func:`format_context` lays them out exactly as the core's
-    :func:`pathrag.query.context.result_context`.
+    holds ``kind`` (``"path"``, ``"entity"`` or ``"passage"``), ``id``, ``score``, ``raw_score``, ``nodes``,
+    ``hops`` and ``source_ids`` (the chunk ids behind it). ``score`` is on one scale for every kind, in
+    ``[0, 1]``: the raw score over the best of its kind in the retrieval (the best path and the best passage
+    score 1.0; see :mod:`pathrag.query.citations`), so a threshold works across kinds; ``raw_score`` is the
+    kind's own (a path's reliability, unbounded; a passage's evidence score). An empty query gives ``[]``; a
+    non-string, a ``TypeError``; ``k`` below 1, a ``ValueError``. :meth:`invoke_laid_out` also gives the
+    context they are laid out in (the core's :func:`pathrag.query.context.result_context`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -251,19 +255,47 @@ class PathRAGRetriever(BaseRetriever):
         assert self.graph_store is not None and self.entity_index is not None  # checked at construction
         return _Sources(self.graph_store, self.entity_index, self.passage_index, self.relation_index)
 
+    def invoke_laid_out(self, query: str, config: RunnableConfig | None = None, **kwargs: Any) -> LaidOut:
+        """:meth:`invoke`, with the context the documents were laid out in: its ``text`` is exactly what an
+        answering model is shown for them (``max_tokens`` and ``k`` as for ``invoke``), so a chain built on
+        this retriever answers from the retriever's own layout and budget (see ``create_pathrag_chain``).
+
+        >>> from pathrag import HashingEmbedder, NetworkXGraphStore, Relation
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> from langchain_pathrag import PathRAGEmbeddings
+        >>> graph = NetworkXGraphStore()
+        >>> graph.upsert_relations([Relation(source="MARA", target="SALTMERE", description="Mara lives there.")])
+        >>> entities = InMemoryVectorStore(PathRAGEmbeddings(HashingEmbedder()))
+        >>> _ = entities.add_texts(["MARA", "SALTMERE"], metadatas=[{"name": "MARA"}, {"name": "SALTMERE"}])
+        >>> laid_out = PathRAGRetriever(graph_store=graph, entity_index=entities).invoke_laid_out("Where is Mara?")
+        >>> len(laid_out.documents) == len(laid_out.context.items), laid_out.context.text.startswith("Question:")
+        (True, True)
+        """
+        sink: list[PathContext] = []
+        documents = self.invoke(query, config, **{_SINK: sink}, **kwargs)
+        return LaidOut(documents, sink[0] if sink else items_context(query, []))
+
+    async def ainvoke_laid_out(self, query: str, config: RunnableConfig | None = None, **kwargs: Any) -> LaidOut:
+        """Async :meth:`invoke_laid_out`."""
+        sink: list[PathContext] = []
+        documents = await self.ainvoke(query, config, **{_SINK: sink}, **kwargs)
+        return LaidOut(documents, sink[0] if sink else items_context(query, []))
+
     @override
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
+        sink = kwargs.pop(_SINK, None)
         arguments, k = self._arguments(run_manager, kwargs), self.k if k is None else _check_k(k)
-        return _to_documents(self._read(lambda sources: retrieve(query, **arguments(sources))), k)
+        return _to_documents(self._read(lambda sources: retrieve(query, **arguments(sources))), k, sink)
 
     @override
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
+        sink = kwargs.pop(_SINK, None)
         arguments, k = self._arguments(run_manager, kwargs), self.k if k is None else _check_k(k)
-        return _to_documents(await self._aread(lambda sources: aretrieve(query, **arguments(sources))), k)
+        return _to_documents(await self._aread(lambda sources: aretrieve(query, **arguments(sources))), k, sink)
 
     def _arguments(
         self,
@@ -307,9 +339,38 @@ def _check_k(value: Any) -> int:
     return value
 
 
-def _to_documents(result: RetrievalResult, k: int) -> list[Document]:
-    """The ``k`` items the context would show first, within the retrieval's budget, best first."""
+class LaidOut(NamedTuple):
+    """A retrieval's documents (best first) and the context they are laid out in (its ``items`` in display
+    order, its ``text`` what the answering model reads)."""
+
+    documents: list[Document]
+    context: PathContext
+
+
+#: The keyword argument through which invoke_laid_out receives the context (never a retrieval setting)
+_SINK = "_pathrag_laid_out"
+
+
+def _to_documents(result: RetrievalResult, k: int, sink: list[PathContext] | None = None) -> list[Document]:
+    """The ``k`` items the context would show first, within the retrieval's budget, best first.
+
+    ``metadata["score"]`` is the one scale every kind shares (:func:`pathrag.query.citations.relevance_scores`),
+    ``metadata["raw_score"]`` the kind's own (a path's reliability, a passage's evidence score).
+    """
+    context = result_context(result, max_items=k)
+    if sink is not None:
+        sink.append(context)
+    relevance = relevance_scores(result.items)
     return [
-        Document(id=item.id, page_content=item.text, metadata={**item.metadata(), "layout": result.context})
-        for item in result_context(result, max_items=k).ranked
+        Document(
+            id=item.id,
+            page_content=item.text,
+            metadata={
+                **item.metadata(),
+                "score": relevance.get(item.id, 0.0),
+                "raw_score": item.score,
+                "layout": result.context,
+            },
+        )
+        for item in context.ranked
     ]
