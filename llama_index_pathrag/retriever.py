@@ -10,9 +10,11 @@ module supplies the seeds and the keyword model:
   else from ``vector_store``, where ``PropertyGraphIndex`` keeps entity embeddings
   (``index.vector_store``); ``embed_model`` embeds the keywords (default ``Settings.embed_model``);
 * the result is one ``NodeWithScore`` per item the core's context shows first (:mod:`pathrag.query.context`):
-  paths (score = reliability), passages and, when fewer than ``top_k`` paths exist, the best seeds not on
+  paths, passages and, when fewer than ``top_k`` paths exist, the best seeds not on
   a path (score 0), best first, at most ``similarity_top_k`` of them (``None``: no cap) and within the
   retrieval's token budget ``max_tokens`` (default 4,000; ``None``: no limit);
+  A node's ``score`` is on one ``[0, 1]`` scale for every kind (its raw score over the best of its kind;
+  :mod:`pathrag.query.citations`), its metadata's ``raw_score`` the kind's own (a path's reliability);
 * with ``relation_index`` (a :class:`pathrag.VectorIndex` of relation vectors, e.g. a pathrag store's),
   the evidence context's paths are query-aware (:mod:`pathrag.query.query_paths`); without it, they are the
   paper's key paths between the seeds (property-graph stores keep no relation vectors);
@@ -52,6 +54,7 @@ from typing_extensions import override
 
 from pathrag import RetrievalParams, RetrievalResult, VectorHit, VectorIndex, aretrieve, retrieve
 from pathrag.params import uses_keyword_llm
+from pathrag.query.citations import relevance_scores
 from pathrag.query.context import result_context
 
 from .extractor import EXTRACTED_KEY
@@ -265,8 +268,10 @@ def _check_top_k(similarity_top_k: Any) -> int | None:
 def _nodes(result: RetrievalResult, top_k: int | None) -> list[NodeWithScore]:
     """The items the context shows first (within its budget, at most ``top_k``), best first."""
     nodes = []
+    relevance = relevance_scores(result.items)  # one [0, 1] scale for every kind; the kind's own beside it
     for item in result_context(result, max_items=top_k).ranked:
-        metadata = {**item.metadata(), "layout": result.context}
+        metadata = {**item.metadata(), "score": relevance.get(item.id, 0.0), "raw_score": item.score}
+        metadata["layout"] = result.context
         node = TextNode(
             id_=item.id,
             text=item.text,
@@ -274,5 +279,5 @@ def _nodes(result: RetrievalResult, top_k: int | None) -> list[NodeWithScore]:
             excluded_llm_metadata_keys=list(metadata),
             excluded_embed_metadata_keys=list(metadata),
         )
-        nodes.append(NodeWithScore(node=node, score=item.score))
+        nodes.append(NodeWithScore(node=node, score=relevance.get(item.id, 0.0)))
     return nodes

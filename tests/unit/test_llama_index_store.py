@@ -48,7 +48,7 @@ def test_the_retriever_returns_the_core_context_as_nodes(store: Path) -> None:
     found = retriever.retrieve(QUESTION)
     expected = core_context(store, max_tokens=600)
     assert [n.node.get_content(metadata_mode=MetadataMode.NONE) for n in found] == [i.text for i in expected.ranked]
-    assert [n.score for n in found] == [i.score for i in expected.ranked]
+    assert [n.node.metadata["raw_score"] for n in found] == [i.score for i in expected.ranked]
     assert found[0].node.metadata["kind"] == "path" and {n.node.metadata["layout"] for n in found} == {"evidence"}
     top = PathRAGIndexRetriever(retriever.index, similarity_top_k=2, keyword_llm=False).retrieve(QUESTION)
     assert [n.node.node_id for n in top] == [i.id for i in core_context(store, max_items=2).ranked]
