@@ -12,7 +12,15 @@ import pytest
 #: Variables the package reads that a user may have exported in the shell that runs the tests (the README's
 #: offline setup exports PATHRAG_TOKENIZER=approximate). Each test starts without them; a test that needs one
 #: sets it with ``monkeypatch.setenv``, so no result depends on the caller's shell.
-USER_VARIABLES = ("PATHRAG_TOKENIZER", "PATHRAG_CRASH_AFTER_WRITE", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+USER_VARIABLES = (
+    "PATHRAG_TOKENIZER",
+    "PATHRAG_CRASH_AFTER_WRITE",
+    "PATHRAG_MODEL",
+    "PATHRAG_EMBEDDING_MODEL",
+    "PATHRAG_JUDGE_MODEL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+)
 
 
 @pytest.fixture(autouse=True)

@@ -50,6 +50,7 @@ from .readers import CHUNK_OVERLAP, CHUNK_SIZE, collect_files, read_documents
 from .rendering import (
     approximate_tokens,
     as_json,
+    cited_sources,
     holdings,
     print_paths,
     print_question,
@@ -284,8 +285,9 @@ def query(
     param: list[str] | None = PARAM,
     replay: Path | None = REPLAY,
 ) -> None:
-    """Answer a question from the key paths and their passages, and list the sources the answer used (or,
-    with --context-only, print the prompt)."""
+    """Answer a question from the key paths and their passages, and list the sources the answer cites (or,
+    with --context-only, print the prompt). The prompt numbers its items and asks the model to cite them as
+    [2]; the items sent but not cited are counted apart (--json: "sources" cited, "sent" all)."""
     params = retrieval_params(
         param,
         top_k=top_k,
@@ -311,22 +313,31 @@ def query(
         shown = sources(idx, laid_out)
     prompt = answer_prompt(laid_out)
     if context_only or chat is None or llm is None:
-        if json_output:
-            typer.echo(json.dumps({"question": result.query, "prompt": prompt, "sources": shown}, ensure_ascii=False))
+        if json_output:  # nothing is cited yet: every item is what would be sent
+            typer.echo(json.dumps({"question": result.query, "prompt": prompt, "sent": shown}, ensure_ascii=False))
         else:
             typer.echo(prompt)
         return
     if json_output:
         answer = llm.complete(prompt)
-        typer.echo(json.dumps({"question": result.query, "answer": answer, "sources": shown}, ensure_ascii=False))
+        cited = cited_sources(answer, shown)
+        typer.echo(
+            json.dumps(
+                {"question": result.query, "answer": answer, "sources": cited, "sent": shown}, ensure_ascii=False
+            )
+        )
         return
     if stream:
+        pieces = []
         for piece in chat.stream(prompt):
+            pieces.append(piece.text)
             typer.echo(piece.text, nl=False)
         typer.echo()
+        answer = "".join(pieces)
     else:
-        typer.echo(llm.complete(prompt))  # the chat model, wrapped
-    print_sources(shown)
+        answer = llm.complete(prompt)  # the chat model, wrapped
+        typer.echo(answer)
+    print_sources(cited_sources(answer, shown), shown)
 
 
 @app.command()
