@@ -233,6 +233,7 @@ class PathRAGIndexer:
             relation_index=indexes["relations"],
             chunk_index=indexes["chunks"],
         )
+        self.index.name_embedder_parameter("embeddings")  # the error of a store opened without them says so
         if self.path is not None:
             try:
                 self._migrate_vector_files(self.path)

@@ -107,6 +107,7 @@ class PathRAGIndexRetriever(BaseRetriever):
             llm=_LlamaLanguageModel(llm) if llm is not None else None,
             embedder=_LlamaEmbedder(embed_model) if embed_model is not None else None,
         )
+        index.name_embedder_parameter("embed_model")  # what a query without it asks for
         try:
             return cls(index, **kwargs)
         except BaseException:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from .doc_ids import resolve_document_ids
 from .errors import CliError, CliGroup, one_line
 from .options import (
     CONTEXT,
@@ -399,7 +400,10 @@ def paths(
 @app.command()
 def delete(
     doc_ids: list[str] = typer.Argument(
-        ..., metavar="DOC_ID...", help="Document ids (see: pathrag stats).", show_default=False
+        ...,
+        metavar="DOC_ID...",
+        help="Document ids (see: pathrag stats), or their files' paths from here (../docs/x.txt).",
+        show_default=False,
     ),
     store: Path = STORE,
     model: str = MODEL,
@@ -414,14 +418,11 @@ def delete(
         # asked only to summarise a merged description never summarised before: made then, if ever (an index
         # given a model at opening reads its name, which makes it)
         idx.llm = lazy_language_model(model)
-        missing = [d for d in dict.fromkeys(doc_ids) if d not in idx.documents]
-        if missing:
-            known = ", ".join(sorted(idx.documents)[:5]) or "none"
-            raise CliError(
-                f"no document {', '.join(map(repr, missing))} in {store} (documents: {known}"
-                f"{', …' if len(idx.documents) > 5 else ''})"
-            )
-        summary = idx.delete(doc_ids)
+        # an id is the path as indexed: a path typed from elsewhere (../docs/x.txt) names the one it ends with
+        ids, notes = resolve_document_ids(doc_ids, idx.documents)
+        for note in notes:
+            typer.echo(note, err=True)
+        summary = idx.delete(ids)
         stats = idx.stats()
     report(
         f"Deleted from {store}:",

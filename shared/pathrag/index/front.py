@@ -498,6 +498,12 @@ class PathRAGIndex:
             )
         )
 
+    def name_embedder_parameter(self, parameter: str) -> None:
+        """Make the error of a store opened without its embeddings ask for ``parameter``, the opening API's
+        own name for them (an adapter's ``embeddings`` or ``embed_model``; the core's is ``embedder``)."""
+        if isinstance(self._embedder, MissingEmbedder):
+            self._embedder.parameter = parameter
+
     def _keyword_model(self, wanted: bool | None, params: Mapping[str, Any]) -> LanguageModel | None:
         given = params.get("params")
         context = params.get("context", given.context if isinstance(given, RetrievalParams) else "evidence")
