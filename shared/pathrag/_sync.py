@@ -17,6 +17,7 @@ next call.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
 import threading
 from collections.abc import Coroutine
@@ -47,7 +48,15 @@ def shared_loop() -> asyncio.AbstractEventLoop:
             def serve() -> None:
                 asyncio.set_event_loop(loop)
                 loop.call_soon(ready.set)
-                loop.run_forever()
+                while True:
+                    try:
+                        loop.run_forever()
+                        return
+                    except BaseException:  # noqa: S112 - see below
+                        # A task that raises KeyboardInterrupt or SystemExit records it as its result, then
+                        # re-raises it through the loop: the loop goes on, so that what awaits the task
+                        # receives it (and so does the waiting caller, see run_sync) instead of hanging.
+                        continue
 
             thread = threading.Thread(target=serve, name="pathrag-loop", daemon=True)
             thread.start()
@@ -72,24 +81,59 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         running = None
     if running is loop:
         return _run_in_private_loop(coro)
-    # run_coroutine_threadsafe copies this thread's context into the task it creates
-    future = asyncio.run_coroutine_threadsafe(_outcome(coro), loop)
+    job = _Job(coro)
+    loop.call_soon_threadsafe(job.start)  # the callback, and so the task it makes, runs in this thread's context
     try:
-        done, value = future.result()
+        done, value = job.result.result()
     except BaseException:
-        # KeyboardInterrupt while waiting: do not leave the work running behind the caller
-        future.cancel()
+        # Ctrl+C while waiting: cancel the work and wait for it to wind down (its own cleanup, a rollback),
+        # so that the caller reports on a settled state; a second Ctrl+C stops waiting
+        loop.call_soon_threadsafe(job.cancel)
+        job.finished.wait()
         raise
     if not done:
         raise value
     return cast(T, value)
 
 
+class _Job:
+    """One coroutine run in the shared loop for a waiting thread: its outcome, and when it has ended."""
+
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
+        self.coro = coro
+        self.result: concurrent.futures.Future[tuple[bool, Any]] = concurrent.futures.Future()
+        self.finished = threading.Event()
+        self.task: asyncio.Task[tuple[bool, Any]] | None = None
+        self.cancelled = False
+
+    def start(self) -> None:
+        if self.cancelled:  # cancelled before it started: it never runs
+            self.coro.close()
+            self.finished.set()
+            return
+        self.task = asyncio.get_running_loop().create_task(_outcome(self.coro))
+        self.task.add_done_callback(self._done)
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        if self.task is not None:
+            self.task.cancel()
+
+    def _done(self, task: asyncio.Task[tuple[bool, Any]]) -> None:
+        self.finished.set()
+        if task.cancelled():
+            self.result.cancel()
+        else:
+            self.result.set_result(task.result())  # _outcome returns every exception as a value
+
+
 async def _outcome(coro: Coroutine[Any, Any, T]) -> tuple[bool, Any]:
-    """``(True, result)`` or ``(False, exception)``: a ``KeyboardInterrupt`` or ``SystemExit`` raised inside
-    the coroutine would otherwise stop the shared loop itself and leave the caller waiting forever."""
+    """``(True, result)`` or ``(False, exception)``: a ``KeyboardInterrupt`` or ``SystemExit`` is passed
+    back to the caller as a value, not raised through the shared loop."""
     try:
         return True, await coro
+    except asyncio.CancelledError:
+        raise
     except BaseException as exc:
         return False, exc
 

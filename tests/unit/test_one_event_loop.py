@@ -214,3 +214,19 @@ def test_three_sync_llama_index_extractor_runs_with_a_real_async_openai_client(e
         names = {entity.name for entity in nodes[0].metadata.get(KG_NODES_KEY, [])}
         assert f"KEEPER {i}" in names, nodes[0].metadata
     assert len(_Endpoint.prompts) >= 3
+
+
+def test_an_interrupt_raised_in_a_task_reaches_the_caller_and_the_loop_goes_on() -> None:
+    async def interrupted() -> None:
+        async def child() -> None:
+            raise KeyboardInterrupt  # what a Ctrl+C inside the loop looks like to the tasks
+
+        await asyncio.gather(asyncio.ensure_future(child()))
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sync(interrupted())
+
+    async def fine() -> str:
+        return "still running"
+
+    assert run_sync(fine()) == "still running" and not shared_loop().is_closed()
