@@ -29,9 +29,16 @@ from langchain_core.vectorstores import VectorStore
 from typing_extensions import override
 
 from pathrag import Embedder, VectorHit, VectorItem
+from pathrag.errors import ModelUnreachable
 from pathrag.vectors.base import checked_vectors
 
-__all__ = ["LangChainEmbedder", "LangChainLanguageModel", "LangChainVectorIndex", "PathRAGEmbeddings"]
+__all__ = [
+    "LangChainEmbedder",
+    "LangChainLanguageModel",
+    "LangChainVectorIndex",
+    "PathRAGEmbeddings",
+    "model_unreachable",
+]
 
 #: The metadata key that also holds an item's id in stores that cannot look items up by id (see
 #: :class:`LangChainVectorIndex`).
@@ -78,15 +85,87 @@ class LangChainLanguageModel:
         self.name = name or _model_name(llm)
 
     def complete(self, prompt: str) -> str:
-        """Invoke the model on ``prompt`` with ``config``; the answer's text."""
-        return _text(self.llm.invoke(prompt, config=self.config))
+        """Invoke the model on ``prompt`` with ``config``; the answer's text.
+
+        Raises:
+            pathrag.errors.ModelUnreachable: the model's endpoint could not be reached (it names the URL).
+        """
+        try:
+            return _text(self.llm.invoke(prompt, config=self.config))
+        except Exception as exc:
+            unreachable = model_unreachable(exc)
+            if unreachable is None:
+                raise
+            raise unreachable from exc
 
     async def acomplete(self, prompt: str) -> str:
         """Async :meth:`complete` (``ainvoke``)."""
-        return _text(await self.llm.ainvoke(prompt, config=self.config))
+        try:
+            return _text(await self.llm.ainvoke(prompt, config=self.config))
+        except Exception as exc:
+            unreachable = model_unreachable(exc)
+            if unreachable is None:
+                raise
+            raise unreachable from exc
 
     def __repr__(self) -> str:
         return f"LangChainLanguageModel(name={self.name!r})"
+
+
+#: What a connection error adds to the URL it names
+_ENDPOINT_HINT = "check the model's base URL (OPENAI_BASE_URL for an OpenAI-compatible endpoint) and that it runs"
+
+
+def model_unreachable(error: BaseException) -> ModelUnreachable | None:
+    """``error`` as a :class:`pathrag.errors.ModelUnreachable` naming the URL it tried, when it is a failure to
+    reach a model's HTTP endpoint (the ``openai`` SDK's ``APIConnectionError`` and its timeouts, httpx's
+    connect errors, which carry the ``request``); ``None`` for any other error.
+
+    >>> import httpx
+    >>> request = httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+    >>> print(model_unreachable(httpx.ConnectError("[Errno 111] Connection refused", request=request)))
+    cannot reach the model at http://127.0.0.1:9/v1/chat/completions: connection refused (check the model's \
+base URL (OPENAI_BASE_URL for an OpenAI-compatible endpoint) and that it runs)
+    >>> model_unreachable(ValueError("bad answer")) is None
+    True
+    """
+    if isinstance(error, ModelUnreachable):
+        return error
+    chain = _causes(error)
+    names = {type(e).__name__ for e in chain}
+    if not names & {"APIConnectionError", "APITimeoutError", "ConnectError", "ConnectTimeout", "OpenAIConnectionError"}:
+        return None
+    url = next((str(found) for e in chain if (found := _request_url(e)) is not None), None)
+    if url is None:
+        return None
+    refused = any(isinstance(e, ConnectionRefusedError) or "refused" in str(e).lower() for e in chain)
+    timed_out = any("Timeout" in type(e).__name__ for e in chain)
+    reason = "connection refused" if refused else "timed out" if timed_out else _last_words(chain)
+    return ModelUnreachable(url, reason, refused=refused, hint=_ENDPOINT_HINT)
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    """``error`` and the errors it was raised from, nearest first (cycles and long chains cut)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and current not in chain and len(chain) < 16:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _request_url(error: BaseException) -> Any:
+    try:  # httpx raises RuntimeError when an error has no request
+        request = getattr(error, "request", None)
+    except RuntimeError:
+        return None
+    return getattr(request, "url", None)
+
+
+def _last_words(chain: Sequence[BaseException]) -> str:
+    """The innermost error's message: the network's own reason (DNS, TLS...), not the SDK's wrapper."""
+    words = " ".join(str(chain[-1]).split())[:200]
+    return words or type(chain[-1]).__name__
 
 
 class LangChainEmbedder:

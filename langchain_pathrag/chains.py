@@ -18,6 +18,7 @@ A -> C
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,10 +26,20 @@ from langchain_core.documents import Document
 from langchain_core.language_models import BaseLanguageModel
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import BasePromptTemplate, ChatPromptTemplate
-from langchain_core.runnables import Runnable, RunnableLambda, RunnableParallel, RunnablePassthrough
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda, RunnableParallel, RunnablePassthrough
 
 from pathrag import RetrievedItem, ScoredPath
-from pathrag.query.context import DEFAULT_CONTEXT_TOKENS, PathContext, format_path_blocks, items_context
+from pathrag.params import check_max_tokens
+from pathrag.query.citations import cited_items
+from pathrag.query.context import (
+    DEFAULT_CONTEXT_TOKENS,
+    PathContext,
+    format_path_blocks,
+    full_instructions,
+    items_context,
+)
+
+from .retrievers import LaidOut, PathRAGRetriever
 
 __all__ = ["PATHRAG_PROMPT", "create_pathrag_chain", "format_context", "format_paths"]
 
@@ -100,9 +111,70 @@ def _question(value: Any) -> str:
     return value
 
 
-def _prompt_values(retrieved: Mapping[str, Any], max_tokens: int | None) -> dict[str, str]:
-    context = format_context(retrieved["question"], retrieved["paths"], max_tokens=max_tokens)
-    return {"question": retrieved["question"], "context": context.text, "instructions": context.instructions}
+class _Unset(enum.Enum):
+    """``create_pathrag_chain``'s "no budget given": a PathRAGRetriever's own budget applies."""
+
+    BUDGET = 0
+
+
+def _item_id(doc: Document) -> str:
+    """The id a document's item has in a laid-out context (as ``RetrievedItem.from_metadata`` reads it)."""
+    return str(doc.metadata.get("id") or doc.id or "")
+
+
+def _laying_out(retriever: Runnable[str, list[Document]], max_tokens: int | None | _Unset) -> Runnable[str, LaidOut]:
+    """question → the documents and the context they are shown in.
+
+    A :class:`PathRAGRetriever` lays its documents out itself, within its own budget (or, when the chain
+    is given ``max_tokens``, that budget for this retrieval): the prompt is the retriever's context, with no
+    second layout. Any other retriever's documents are laid out here from their metadata.
+    """
+    if isinstance(retriever, PathRAGRetriever):
+        budget = {} if isinstance(max_tokens, _Unset) else {"max_tokens": max_tokens}
+
+        def own(question: str, config: RunnableConfig) -> LaidOut:
+            return retriever.invoke_laid_out(question, config, **budget)
+
+        async def aown(question: str, config: RunnableConfig) -> LaidOut:
+            return await retriever.ainvoke_laid_out(question, config, **budget)
+
+        return RunnableLambda(own, afunc=aown, name="pathrag_retrieval")
+    limit = DEFAULT_CONTEXT_TOKENS if isinstance(max_tokens, _Unset) else max_tokens
+
+    def lay_out(question: str, docs: list[Document]) -> LaidOut:
+        context = format_context(question, docs, max_tokens=limit)
+        shown = {item.id for item in context.items}
+        return LaidOut([doc for doc in docs if _item_id(doc) in shown], context)
+
+    def other(question: str, config: RunnableConfig) -> LaidOut:
+        return lay_out(question, retriever.invoke(question, config))
+
+    async def aother(question: str, config: RunnableConfig) -> LaidOut:
+        return lay_out(question, await retriever.ainvoke(question, config))
+
+    return RunnableLambda(other, afunc=aother, name="pathrag_retrieval")
+
+
+def _prompt_values(retrieved: Mapping[str, Any]) -> dict[str, str]:
+    context: PathContext = retrieved["laid_out"].context
+    return {"question": retrieved["question"], "context": context.text, "instructions": full_instructions(context)}
+
+
+def _with_paths(answered: Mapping[str, Any]) -> dict[str, Any]:
+    return {"question": answered["question"], "paths": answered["laid_out"].documents, "answer": answered["answer"]}
+
+
+def _with_sources(answered: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer, the documents it cites (``sources``) and, apart, every document its prompt held (``sent``)."""
+    laid_out: LaidOut = answered["laid_out"]
+    by_id = {_item_id(doc): doc for doc in laid_out.documents}
+    cited = [by_id[item.id] for item in cited_items(answered["answer"], laid_out.context) if item.id in by_id]
+    return {
+        "question": answered["question"],
+        "answer": answered["answer"],
+        "sources": cited,
+        "sent": laid_out.documents,
+    }
 
 
 def create_pathrag_chain(
@@ -111,15 +183,25 @@ def create_pathrag_chain(
     *,
     prompt: BasePromptTemplate[Any] = PATHRAG_PROMPT,
     return_paths: bool = False,
-    max_tokens: int | None = DEFAULT_CONTEXT_TOKENS,
+    return_sources: bool = False,
+    max_tokens: int | None | _Unset = _Unset.BUDGET,
 ) -> Runnable[Any, Any]:
     """An LCEL chain answering a question (a ``str`` or ``{"question": str}``) from the key paths.
 
-    Returns the answer string, or with ``return_paths=True`` a dict ``{"question", "paths", "answer"}``
-    where ``paths`` are the retrieved documents (best first). ``max_tokens`` bounds the context, as
-    :func:`pathrag.query.context.result_context` does (default 4,000 tokens; ``None``: no limit). ``invoke``,
-    ``ainvoke``, ``batch``, ``stream`` and ``astream`` all work; streaming yields the answer as the model
-    writes it.
+    The prompt numbers the context's items once (passages, then paths) and asks the model to cite them as
+    ``[2]``. Returns the answer string; with ``return_sources=True`` a dict ``{"question", "answer",
+    "sources", "sent"}``: ``sources`` are the documents the answer cites (in the order it first cites them),
+    ``sent`` every document the prompt held (best first): what the model was shown, not what it used. With
+    ``return_paths=True`` (the older form) a dict ``{"question", "paths", "answer"}``, ``paths`` being
+    ``sent``.
+
+    One budget, one layout: with a :class:`PathRAGRetriever` the prompt's context is the retriever's own
+    laid-out context (:meth:`PathRAGRetriever.invoke_laid_out`), within the retriever's ``max_tokens``;
+    ``max_tokens`` given here replaces that budget for the chain's retrievals. Any other retriever's
+    documents are laid out from their metadata by :func:`format_context` within ``max_tokens`` (default
+    4,000 tokens; ``None``: no limit). ``invoke``, ``ainvoke``, ``batch``, ``stream`` and ``astream`` all
+    work; streaming yields the answer as the model writes it (with ``return_sources``, once it is whole).
+    Model calls: one per question (the answer), plus the retriever's own (none by default).
 
     >>> from langchain_core.language_models import FakeListChatModel
     >>> from langchain_core.documents import Document
@@ -129,14 +211,24 @@ def create_pathrag_chain(
     >>> chain = create_pathrag_chain(paths, FakeListChatModel(responses=["Mara lives in Saltmere."]))
     >>> chain.invoke("Where does Mara live?")
     'Mara lives in Saltmere.'
-    >>> sorted(create_pathrag_chain(paths, FakeListChatModel(responses=["ok"]), return_paths=True).invoke(
-    ...     {"question": "Where?"}))
-    ['answer', 'paths', 'question']
+    >>> answered = create_pathrag_chain(paths, FakeListChatModel(responses=["Saltmere [1]."]), return_sources=True
+    ...                                 ).invoke({"question": "Where?"})
+    >>> sorted(answered), [doc.page_content for doc in answered["sources"]]
+    (['answer', 'question', 'sent', 'sources'], ['MARA -> SALTMERE'])
     """
-    values: RunnableLambda[Mapping[str, Any], dict[str, str]] = RunnableLambda(
-        lambda retrieved: _prompt_values(retrieved, max_tokens)
+    if return_paths and return_sources:
+        raise ValueError("pass return_sources=True or return_paths=True, not both")
+    if max_tokens is not None and not isinstance(max_tokens, _Unset):
+        check_max_tokens(max_tokens)
+    answer = RunnableLambda(_prompt_values) | prompt | llm | StrOutputParser()
+    retrieve = RunnableLambda(_question) | RunnableParallel(
+        question=RunnablePassthrough(), laid_out=_laying_out(retriever, max_tokens)
     )
-    answer = values | prompt | llm | StrOutputParser()
-    retrieve = RunnableLambda(_question) | RunnableParallel(question=RunnablePassthrough(), paths=retriever)
-    chain = retrieve | (RunnablePassthrough.assign(answer=answer) if return_paths else answer)
+    chain: Runnable[Any, Any]
+    if return_sources:
+        chain = retrieve | RunnablePassthrough.assign(answer=answer) | RunnableLambda(_with_sources)
+    elif return_paths:
+        chain = retrieve | RunnablePassthrough.assign(answer=answer) | RunnableLambda(_with_paths)
+    else:
+        chain = retrieve | answer
     return chain.with_config(run_name="pathrag_chain")

@@ -257,6 +257,7 @@ class PathRAGIndexer:
             relation_index=indexes["relations"],
             chunk_index=indexes["chunks"],
         )
+        self.index.name_embedder_parameter("embeddings")  # the error of a store opened without them says so
         if self.path is not None:
             self._finish_opening(self.path, moving)
 
@@ -531,8 +532,9 @@ class PathRAGIndexer:
         """A :class:`PathRAGRetriever` over this index; ``params`` are its fields (``k``, ``num_seeds``...).
 
         ``search_kwargs`` holds retrieval parameters the LangChain way (``{"k": 3}`` is ``k=3``), as for
-        ``VectorStore.as_retriever``. Keywords are extracted with the indexer's ``llm`` unless you pass
-        ``llm=None`` (or another model).
+        ``VectorStore.as_retriever``. A retrieval makes no model call by default: the indexer's ``llm``
+        (or the one you pass as ``llm=``) extracts the query's keywords only with ``context="paths"`` (the
+        paper's mode) or ``keyword_llm=True``.
 
         Raises:
             ValueError: an unknown parameter, or one given twice with different values.

@@ -45,11 +45,13 @@ from pathrag import (
     retrieve,
 )
 from pathrag.index.sources import core_params, finish
-from pathrag.query.context import result_context
+from pathrag.params import uses_keyword_llm
+from pathrag.query.citations import relevance_scores
+from pathrag.query.context import PathContext, items_context, result_context
 
 from .adapters import LangChainLanguageModel, LangChainVectorIndex
 
-__all__ = ["KEYWORDS_TAG", "ENTITY_SEARCH_TAG", "PathRAGRetriever"]
+__all__ = ["KEYWORDS_TAG", "ENTITY_SEARCH_TAG", "LaidOut", "PathRAGRetriever"]
 
 #: Tags of the retriever's inner runs: filter them out of ``astream_events`` with ``exclude_tags``.
 KEYWORDS_TAG = "pathrag:keywords"
@@ -112,24 +114,31 @@ class PathRAGRetriever(BaseRetriever):
     ``directed`` tune the flow-based pruning (see the README). With ``index`` (a
     :class:`pathrag.PathRAGIndex`, as :meth:`PathRAGIndexer.as_retriever` gives), the graph and indexes
     are the index's, and every retrieval reads one committed state of it while documents are added or
-    deleted. With ``llm``, high- and low-level keywords are extracted from the query first (a run tagged
-    :data:`KEYWORDS_TAG`); without one, or when its answer is unusable, the query itself is the keyword.
+    deleted.
+
+    Model calls per retrieval: **none** by default. ``llm`` is asked for the query's high- and low-level
+    keywords (one call, a run tagged :data:`KEYWORDS_TAG`) only in the paper's mode ``context="paths"``,
+    or in any mode with ``keyword_llm=True`` (``False``: never; see :func:`pathrag.params.uses_keyword_llm`).
+    Without a call, or when its answer is unusable, the query itself is the keyword.
     With ``context="evidence"`` (the default), the paths are query-aware (built from ``relation_index``,
     the index's relation vectors) and ``passage_index`` (the indexer's chunk store) gives up to
     ``num_passages`` source passages ranked with the flow; ``context="paths"`` is the paper's paths-only
     retrieval.
 
     Each document: ``page_content`` is the path (or passage) as text, ``id`` is stable, ``metadata``
-    holds ``kind`` (``"path"``, ``"entity"`` or ``"passage"``), ``id``, ``score``, ``nodes``, ``hops`` and
-    ``source_ids`` (the chunk ids behind it). With ``index``, also the documents those chunks belong to:
-    ``document_ids``, ``documents`` (each one's id and the metadata it was indexed with), ``source`` (the
-    first one's ``metadata["source"]``, else its id) and the metadata keys they share (see
-    :meth:`pathrag.RetrievedItem.metadata`); ``PathRAGIndexer.get_by_ids`` takes those document ids and the
-    chunk ids. ``filter`` (a setting: ``search_kwargs={"filter": {"user": "ana"}}``, ``{"$in": [...]}`` for
-    one of several values) keeps only text from the documents whose metadata matches; it needs ``index``.
-    An empty query gives ``[]``; a non-string, a ``TypeError``;
-    ``k`` below 1, a ``ValueError``. :func:`format_context` lays them out exactly as the core's
-    :func:`pathrag.query.context.result_context`.
+    holds ``kind`` (``"path"``, ``"entity"`` or ``"passage"``), ``id``, ``score``, ``raw_score``, ``nodes``,
+    ``hops`` and ``source_ids`` (the chunk ids behind it). ``score`` is on one scale for every kind, in
+    ``[0, 1]``: the raw score over the best of its kind in the retrieval (the best path and the best passage
+    score 1.0; see :mod:`pathrag.query.citations`), so a threshold works across kinds; ``raw_score`` is the
+    kind's own (a path's reliability, unbounded; a passage's evidence score). With ``index``, also the
+    documents those chunks belong to: ``document_ids``, ``documents`` (each one's id and the metadata it was
+    indexed with), ``source`` (the first one's ``metadata["source"]``, else its id) and the metadata keys they
+    share (see :meth:`pathrag.RetrievedItem.metadata`); ``PathRAGIndexer.get_by_ids`` takes those document ids
+    and the chunk ids. ``filter`` (a setting: ``search_kwargs={"filter": {"user": "ana"}}``, ``{"$in": [...]}``
+    for one of several values) keeps only text from the documents whose metadata matches; it needs ``index``.
+    An empty query gives ``[]``; a non-string, a ``TypeError``; ``k`` below 1, a ``ValueError``.
+    :meth:`invoke_laid_out` also gives the context they are laid out in (the core's
+    :func:`pathrag.query.context.result_context`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -140,6 +149,7 @@ class PathRAGRetriever(BaseRetriever):
     relation_index: VectorIndex | None = Field(default=None, exclude=True)
     index: PathRAGIndex | None = Field(default=None, exclude=True)
     llm: _LanguageModel | None = Field(default=None, exclude=True)
+    keyword_llm: bool | None = None
     k: int = 4
     params: RetrievalParams = Field(default_factory=RetrievalParams)
 
@@ -252,23 +262,53 @@ class PathRAGRetriever(BaseRetriever):
         assert self.graph_store is not None and self.entity_index is not None  # checked at construction
         return _Sources(self.graph_store, self.entity_index, self.passage_index, self.relation_index)
 
+    def invoke_laid_out(self, query: str, config: RunnableConfig | None = None, **kwargs: Any) -> LaidOut:
+        """:meth:`invoke`, with the context the documents were laid out in: its ``text`` is exactly what an
+        answering model is shown for them (``max_tokens`` and ``k`` as for ``invoke``), so a chain built on
+        this retriever answers from the retriever's own layout and budget (see ``create_pathrag_chain``).
+
+        >>> from pathrag import HashingEmbedder, NetworkXGraphStore, Relation
+        >>> from langchain_core.vectorstores import InMemoryVectorStore
+        >>> from langchain_pathrag import PathRAGEmbeddings
+        >>> graph = NetworkXGraphStore()
+        >>> graph.upsert_relations([Relation(source="MARA", target="SALTMERE", description="Mara lives there.")])
+        >>> entities = InMemoryVectorStore(PathRAGEmbeddings(HashingEmbedder()))
+        >>> _ = entities.add_texts(["MARA", "SALTMERE"], metadatas=[{"name": "MARA"}, {"name": "SALTMERE"}])
+        >>> laid_out = PathRAGRetriever(graph_store=graph, entity_index=entities).invoke_laid_out("Where is Mara?")
+        >>> len(laid_out.documents) == len(laid_out.context.items), laid_out.context.text.startswith("Question:")
+        (True, True)
+        """
+        sink: list[PathContext] = []
+        documents = self.invoke(query, config, **{_SINK: sink}, **kwargs)
+        return LaidOut(documents, sink[0] if sink else items_context(query, []))
+
+    async def ainvoke_laid_out(self, query: str, config: RunnableConfig | None = None, **kwargs: Any) -> LaidOut:
+        """Async :meth:`invoke_laid_out`."""
+        sink: list[PathContext] = []
+        documents = await self.ainvoke(query, config, **{_SINK: sink}, **kwargs)
+        return LaidOut(documents, sink[0] if sink else items_context(query, []))
+
     @override
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
+        sink = kwargs.pop(_SINK, None)
         (arguments, wanted), k = self._arguments(run_manager, kwargs), self.k if k is None else _check_k(k)
-        return _to_documents(self._read(lambda sources: self._finish(retrieve(query, **arguments(sources)), wanted)), k)
+        return _to_documents(
+            self._read(lambda sources: self._finish(retrieve(query, **arguments(sources)), wanted)), k, sink
+        )
 
     @override
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None, **kwargs: Any
     ) -> list[Document]:
+        sink = kwargs.pop(_SINK, None)
         (arguments, wanted), k = self._arguments(run_manager, kwargs), self.k if k is None else _check_k(k)
 
         async def read(sources: _Sources) -> RetrievalResult:
             return self._finish(await aretrieve(query, **arguments(sources)), wanted)
 
-        return _to_documents(await self._aread(read), k)
+        return _to_documents(await self._aread(read), k, sink)
 
     def _finish(self, result: RetrievalResult, wanted: RetrievalParams) -> RetrievalResult:
         """With an index: each item's documents, and the filter of ``wanted`` applied (in the same committed
@@ -285,8 +325,8 @@ class PathRAGRetriever(BaseRetriever):
         """The core's arguments for one call, given what it reads (settings checked before any read), and the
         settings asked for (with an index, the core runs without the filter, which :meth:`_finish` applies)."""
         kwargs.pop("verbose", None)  # BaseRetriever.invoke's own flag, forwarded along with ours
-        params, llm = self.params.override(**kwargs), self._keyword_llm(run_manager)
-        wanted = params
+        params = wanted = self.params.override(**kwargs)
+        llm = self._keyword_llm(run_manager) if uses_keyword_llm(self.keyword_llm, params.context) else None
         if self.index is not None:  # the index applies the filter after the core's retrieval (see _finish)
             params = core_params(params)
         config = _child_config(run_manager, ENTITY_SEARCH_TAG)
@@ -322,9 +362,38 @@ def _check_k(value: Any) -> int:
     return value
 
 
-def _to_documents(result: RetrievalResult, k: int) -> list[Document]:
-    """The ``k`` items the context would show first, within the retrieval's budget, best first."""
+class LaidOut(NamedTuple):
+    """A retrieval's documents (best first) and the context they are laid out in (its ``items`` in display
+    order, its ``text`` what the answering model reads)."""
+
+    documents: list[Document]
+    context: PathContext
+
+
+#: The keyword argument through which invoke_laid_out receives the context (never a retrieval setting)
+_SINK = "_pathrag_laid_out"
+
+
+def _to_documents(result: RetrievalResult, k: int, sink: list[PathContext] | None = None) -> list[Document]:
+    """The ``k`` items the context would show first, within the retrieval's budget, best first.
+
+    ``metadata["score"]`` is the one scale every kind shares (:func:`pathrag.query.citations.relevance_scores`),
+    ``metadata["raw_score"]`` the kind's own (a path's reliability, a passage's evidence score).
+    """
+    context = result_context(result, max_items=k)
+    if sink is not None:
+        sink.append(context)
+    relevance = relevance_scores(result.items)
     return [
-        Document(id=item.id, page_content=item.text, metadata={**item.metadata(), "layout": result.context})
-        for item in result_context(result, max_items=k).ranked
+        Document(
+            id=item.id,
+            page_content=item.text,
+            metadata={
+                **item.metadata(),
+                "score": relevance.get(item.id, 0.0),
+                "raw_score": item.score,
+                "layout": result.context,
+            },
+        )
+        for item in context.ranked
     ]

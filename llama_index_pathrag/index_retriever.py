@@ -53,7 +53,9 @@ class PathRAGIndexRetriever(BaseRetriever):
     """Key paths and their passages from a :class:`pathrag.PathRAGIndex`, as LlamaIndex nodes (see the module doc).
 
     ``similarity_top_k``: at most this many nodes (``None``: as many as the token budget holds).
-    ``keyword_llm``: ask the index's LLM for the query's keywords (``False``: search with the query text).
+    ``keyword_llm``: whether to ask the index's LLM for the query's keywords (one model call per query):
+    ``None`` (default) only with ``context="paths"``, the paper's mode; ``True`` always; ``False`` never (the
+    query text is the keyword). By default a retrieval makes no model call.
     ``params`` / ``settings``: a :class:`pathrag.RetrievalParams` and any of its fields by name (``top_k=5``,
     ``max_tokens=1200``...) on top of it. ``filters``: LlamaIndex ``MetadataFilters`` on the documents'
     metadata (``EQ`` and ``IN`` joined by ``AND``; others refused, see :mod:`llama_index_pathrag.filters`):
@@ -66,7 +68,7 @@ class PathRAGIndexRetriever(BaseRetriever):
         index: PathRAGIndex,
         *,
         similarity_top_k: int | None = None,
-        keyword_llm: bool = True,
+        keyword_llm: bool | None = None,
         callback_manager: CallbackManager | None = None,
         filters: MetadataFilters | None = None,
         params: RetrievalParams | None = None,
@@ -96,7 +98,8 @@ class PathRAGIndexRetriever(BaseRetriever):
     ) -> PathRAGIndexRetriever:
         """A retriever over the store in ``directory`` (``kwargs`` as for the constructor); ``close()`` it after.
 
-        ``llm`` extracts the query's keywords (without it, the query text is the keyword). ``embed_model``
+        ``llm`` extracts the query's keywords when the retriever asks for them (``keyword_llm``; by default
+        only with ``context="paths"``); otherwise the query text is the keyword. ``embed_model``
         embeds queries: needed only when the store's embeddings are not ``hashing-<dim>`` (e.g. a store
         indexed with ``--embedding-model text-embedding-3-small``: pass LlamaIndex's ``OpenAIEmbedding`` of
         that model); without it such a store still opens, and a query raises
@@ -115,8 +118,9 @@ class PathRAGIndexRetriever(BaseRetriever):
             llm=_LlamaLanguageModel(llm) if llm is not None else None,
             embedder=_LlamaEmbedder(embed_model) if embed_model is not None else None,
         )
+        index.name_embedder_parameter("embed_model")  # what a query without it asks for
         try:
-            return cls(index, keyword_llm=llm is not None, **kwargs)
+            return cls(index, **kwargs)
         except BaseException:
             index.close()
             raise

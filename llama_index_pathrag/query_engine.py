@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from llama_index.core.base.response.schema import RESPONSE_TYPE, Response
 from llama_index.core.indices.property_graph import PropertyGraphIndex
 from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
@@ -26,12 +27,14 @@ from llama_index.core.settings import Settings
 from typing_extensions import override
 
 from pathrag import RetrievedItem
-from pathrag.llm.prompts import EVIDENCE_TEMPLATE
+from pathrag.llm.prompts import CITATION_INSTRUCTIONS, EVIDENCE_TEMPLATE
+from pathrag.query.citations import cited_numbers
 from pathrag.query.context import DEFAULT_CONTEXT_TOKENS, context_blocks, instructions_for, items_context
 
 from .retriever import PathRAGRetriever
 
 __all__ = [
+    "CITED_KEY",
     "PATHRAG_QA_TEMPLATE",
     "PathOrderPostprocessor",
     "PathRAGContextPostprocessor",
@@ -44,11 +47,21 @@ _PASSAGES_HEADER, _PATHS_HEADER = EVIDENCE_TEMPLATE.split("\n\n")[1], EVIDENCE_T
 BLOCK_KEY = "pathrag_block"
 
 
+#: Node metadata holding the node's number in the prompt (what an answer's ``[n]`` cites).
+NUMBER_KEY = "pathrag_number"
+#: Node metadata holding the node's rank in the retrieval (0: best), the order of ``response.source_nodes``.
+RANK_KEY = "pathrag_rank"
+#: ``response.metadata`` key of the nodes the answer cites, in the order it first cites them.
+CITED_KEY = "cited_nodes"
+
+
 def _instructions(**variables: object) -> str:
-    """The core's instructions for what the context shows (passages, paths, or both)."""
+    """The core's instructions for what the context shows (passages, paths, or both), then the request to
+    cite the numbered items."""
     context = str(variables.get("context_str", ""))
     passages = context.startswith(_PASSAGES_HEADER)
-    return instructions_for(passages=passages, paths=not passages or f"\n\n{_PATHS_HEADER}\n\n" in context)
+    shown = instructions_for(passages=passages, paths=not passages or f"\n\n{_PATHS_HEADER}\n\n" in context)
+    return f"{shown} {CITATION_INSTRUCTIONS}"
 
 
 PATHRAG_QA_TEMPLATE = PromptTemplate(
@@ -98,12 +111,18 @@ class PathRAGContextPostprocessor(BaseNodePostprocessor):
         query = query_bundle.query_str if query_bundle is not None else ""
         context = items_context(query, items, layout, max_tokens=self.max_tokens)
         by_id = {item.id: n for item, n in zip(items, nodes, strict=True)}
+        rank = {item.id: r for r, item in enumerate(context.ranked)}
         laid_out = []
-        for item, (head, _) in zip(context.items, context_blocks(context), strict=True):
+        for number, (item, (head, _)) in enumerate(zip(context.items, context_blocks(context), strict=True), start=1):
             original = by_id[item.id]
             # the node keeps its own text; the block's head goes in through the one metadata entry the
             # LLM sees, so get_content(LLM) is exactly this item's block of the core's context
-            metadata = {**original.node.metadata, BLOCK_KEY: head.removesuffix("\n")}
+            metadata = {
+                **original.node.metadata,
+                BLOCK_KEY: head.removesuffix("\n"),
+                NUMBER_KEY: number,
+                RANK_KEY: rank.get(item.id, len(rank) + number),
+            }
             node = TextNode(
                 id_=original.node.node_id,
                 text=original.node.get_content(metadata_mode=MetadataMode.NONE),
@@ -146,7 +165,21 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
     (:class:`PathRAGContextPostprocessor`) and :data:`PATHRAG_QA_TEMPLATE`. Build it with
     :meth:`from_index`; ``query``, ``aquery`` and streaming work as for any query engine, and
     ``get_prompts`` / ``update_prompts`` reach the QA template as ``"response_synthesizer:text_qa_template"``.
+
+    The prompt numbers the nodes and asks the model to cite them (``[2]``). A response's ``source_nodes``
+    are every node the prompt held, what was *sent*, best first as ``retriever.retrieve`` gives them (their
+    ``score`` on one ``[0, 1]`` scale for every kind, see :mod:`pathrag.query.citations`);
+    ``response.metadata["cited_nodes"]`` are the ones the answer cites, in the order it first cites them
+    (not filled for a streaming response, whose text is not known yet).
     """
+
+    @override
+    def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
+        return _sourced(super()._query(query_bundle))
+
+    @override
+    async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
+        return _sourced(await super()._aquery(query_bundle))
 
     @classmethod
     def from_index(
@@ -154,7 +187,7 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
         index: PropertyGraphIndex,
         llm: LLM | None = None,
         *,
-        keyword_llm: LLM | bool = True,
+        keyword_llm: LLM | bool | None = None,
         text_qa_template: PromptTemplate | None = None,
         response_mode: ResponseMode = ResponseMode.COMPACT,
         streaming: bool = False,
@@ -163,8 +196,10 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
     ) -> PathRAGQueryEngine:
         """A ready engine over ``index``'s graph.
 
-        ``llm`` answers (default ``Settings.llm``). ``keyword_llm``: ``True`` asks ``llm`` for the query's
-        keywords, ``False`` searches with the query text, or pass another LLM. ``max_tokens`` bounds the
+        ``llm`` answers (default ``Settings.llm``): one model call per query (or more, as the response mode
+        asks). ``keyword_llm``: ``None`` (default) asks ``llm`` for the query's keywords only in the paper's
+        mode ``context="paths"`` (one more call), ``True`` always, ``False`` never (the query text is the
+        keyword), or pass another LLM to ask always. ``max_tokens`` bounds the
         context as :func:`pathrag.query.context.result_context` does. ``retriever_params`` go to
         :class:`PathRAGRetriever` (``similarity_top_k``, ``relation_index``, ``top_k``, ``num_seeds``,
         ``alpha``, ``theta``, ``max_hops``, ``paths_per_pair``, ``directed``, ``context``, ``num_passages``,
@@ -178,8 +213,11 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
         retriever_params.setdefault("max_tokens", max_tokens)  # one budget: what is retrieved, what is shown
         # PropertyGraphIndex keeps its embedding model private; None falls back to Settings.embed_model
         retriever_params.setdefault("embed_model", getattr(index, "_embed_model", None))
-        keywords = llm if keyword_llm is True else (keyword_llm or None)
-        retriever = PathRAGRetriever(index.property_graph_store, llm=keywords, **retriever_params)
+        if isinstance(keyword_llm, bool) or keyword_llm is None:
+            keywords, wanted = llm, keyword_llm
+        else:  # another model: asked every time
+            keywords, wanted = keyword_llm, True
+        retriever = PathRAGRetriever(index.property_graph_store, llm=keywords, keyword_llm=wanted, **retriever_params)
         synthesizer = get_response_synthesizer(
             llm=llm,
             text_qa_template=text_qa_template or PATHRAG_QA_TEMPLATE,
@@ -191,3 +229,14 @@ class PathRAGQueryEngine(RetrieverQueryEngine):
             response_synthesizer=synthesizer,
             node_postprocessors=[PathRAGContextPostprocessor(max_tokens=max_tokens)],
         )
+
+
+def _sourced(response: RESPONSE_TYPE) -> RESPONSE_TYPE:
+    """``response`` with its source nodes best first and, for a whole answer, the nodes it cites."""
+    sent = list(response.source_nodes)
+    response.source_nodes = sorted(sent, key=lambda n: n.node.metadata.get(RANK_KEY, 0))
+    if isinstance(response, Response):
+        by_number = {n.node.metadata.get(NUMBER_KEY): n for n in sent}
+        cited = [by_number[k] for k in cited_numbers(str(response.response or ""), len(sent)) if k in by_number]
+        response.metadata = {**(response.metadata or {}), CITED_KEY: cited}
+    return response

@@ -1,17 +1,20 @@
 """``PathRAGRetriever``: PathRAG's key paths as a property-graph sub-retriever.
 
 One query runs the core's :func:`pathrag.query.retrieval.retrieve` (or ``aretrieve``) unchanged: keywords
-(from ``llm``, else the query text) → seed entities by vector search → flow-pruned key paths over the
-graph (:class:`~llama_index_pathrag.graph.PropertyGraphStoreAdapter`) → path texts. The adapter supplies
-the graph; this module supplies the seeds and the keyword model:
+(the query text; from ``llm`` only with ``context="paths"`` or ``keyword_llm=True``: one model call) → seed
+entities by vector search → flow-pruned key paths over the graph
+(:class:`~llama_index_pathrag.graph.PropertyGraphStoreAdapter`) → path texts. The adapter supplies the graph; this
+module supplies the seeds and the keyword model:
 
 * seeds come from the graph store's own vector search when it has one (``supports_vector_queries``),
   else from ``vector_store``, where ``PropertyGraphIndex`` keeps entity embeddings
   (``index.vector_store``); ``embed_model`` embeds the keywords (default ``Settings.embed_model``);
 * the result is one ``NodeWithScore`` per item the core's context shows first (:mod:`pathrag.query.context`):
-  paths (score = reliability), passages and, when fewer than ``top_k`` paths exist, the best seeds not on
+  paths, passages and, when fewer than ``top_k`` paths exist, the best seeds not on
   a path (score 0), best first, at most ``similarity_top_k`` of them (``None``: no cap) and within the
   retrieval's token budget ``max_tokens`` (default 4,000; ``None``: no limit);
+  A node's ``score`` is on one ``[0, 1]`` scale for every kind (its raw score over the best of its kind;
+  :mod:`pathrag.query.citations`), its metadata's ``raw_score`` the kind's own (a path's reliability);
 * with ``relation_index`` (a :class:`pathrag.VectorIndex` of relation vectors, e.g. a pathrag store's),
   the evidence context's paths are query-aware (:mod:`pathrag.query.query_paths`); without it, they are the
   paper's key paths between the seeds (property-graph stores keep no relation vectors);
@@ -61,6 +64,8 @@ from llama_index.core.vector_stores.types import BasePydanticVectorStore, Vector
 from typing_extensions import override
 
 from pathrag import RetrievalParams, RetrievalResult, VectorHit, VectorIndex, aretrieve, retrieve
+from pathrag.params import uses_keyword_llm
+from pathrag.query.citations import relevance_scores
 from pathrag.query.context import result_context
 
 from .extractor import EXTRACTED_KEY
@@ -194,6 +199,7 @@ class PathRAGRetriever(BasePGRetriever):
         vector_store: BasePydanticVectorStore | None = None,
         embed_model: BaseEmbedding | None = None,
         llm: LLM | None = None,
+        keyword_llm: bool | None = None,
         passage_retriever: BaseRetriever | None = None,
         relation_index: VectorIndex | None = None,
         similarity_top_k: int | None = None,
@@ -225,7 +231,9 @@ class PathRAGRetriever(BasePGRetriever):
         self.ignore_relations = tuple(ignore_relations)
         self.pushdown = pushdown
         self._seeds = _EntitySeeds(graph_store, vector_store, embed_model)
-        self._llm = _LlamaLanguageModel(llm) if llm is not None else None
+        # no model call per query unless asked for, or in the paper's mode (see pathrag.params.uses_keyword_llm)
+        wanted = uses_keyword_llm(keyword_llm, self.params.context)
+        self._llm = _LlamaLanguageModel(llm) if llm is not None and wanted else None
         if passage_retriever is not None and not isinstance(passage_retriever, BaseRetriever):
             raise TypeError(
                 f"passage_retriever must be a llama_index retriever, got {type(passage_retriever).__name__}"
@@ -293,8 +301,10 @@ def _nodes(
     """The items the context shows first (within its budget, at most ``top_k``), best first. ``passages``: the
     chunks a passage retriever found, whose SOURCE and metadata their passages keep."""
     nodes = []
+    relevance = relevance_scores(result.items)  # one [0, 1] scale for every kind; the kind's own beside it
     for item in result_context(result, max_items=top_k).ranked:
-        metadata = {**item.metadata(), "layout": result.context}
+        metadata = {**item.metadata(), "score": relevance.get(item.id, 0.0), "raw_score": item.score}
+        metadata["layout"] = result.context
         # the first document is the node's SOURCE (ref_doc_id), as a LlamaIndex reader's node has it
         relationships = (
             {NodeRelationship.SOURCE: RelatedNodeInfo(node_id=doc.id, metadata=dict(doc.metadata))}
@@ -314,5 +324,5 @@ def _nodes(
             excluded_llm_metadata_keys=list(metadata),
             excluded_embed_metadata_keys=list(metadata),
         )
-        nodes.append(NodeWithScore(node=node, score=item.score))
+        nodes.append(NodeWithScore(node=node, score=relevance.get(item.id, 0.0)))
     return nodes

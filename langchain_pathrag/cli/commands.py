@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from .doc_ids import resolve_document_ids
 from .errors import CliError, CliGroup, one_line
 from .html_page import to_html
 from .options import (
@@ -51,6 +52,7 @@ from .readers import CHUNK_OVERLAP, CHUNK_SIZE, collect_files, read_documents
 from .rendering import (
     approximate_tokens,
     as_json,
+    cited_sources,
     holdings,
     print_paths,
     print_question,
@@ -98,9 +100,10 @@ class Format(str, Enum):
 # -- commands ----------------------------------------------------------------------------------------
 
 
-def _retrieve(index: PathRAGIndex, question: str, keyword_llm: bool, params: RetrievalParams) -> RetrievalResult:
+def _retrieve(index: PathRAGIndex, question: str, params: RetrievalParams) -> RetrievalResult:
+    """The retrieval, asking the model for keywords only in the paper's mode (``--context paths``)."""
     try:
-        return index.retrieve(question, keyword_llm=keyword_llm, params=params)
+        return index.retrieve(question, params=params)
     except TypeError as exc:  # a question that is not text (the settings were checked already)
         raise CliError(str(exc), code=2) from exc
 
@@ -283,8 +286,9 @@ def query(
     param: list[str] | None = PARAM,
     replay: Path | None = REPLAY,
 ) -> None:
-    """Answer a question from the key paths and their passages, and list the sources the answer used (or,
-    with --context-only, print the prompt)."""
+    """Answer a question from the key paths and their passages, and list the sources the answer cites (or,
+    with --context-only, print the prompt). The prompt numbers its items and asks the model to cite them as
+    [2]; the items sent but not cited are counted apart (--json: "sources" cited, "sent" all)."""
     params = retrieval_params(
         param,
         top_k=top_k,
@@ -305,27 +309,36 @@ def query(
     from .store import opened
 
     with opened(store, embedding_model=embedding_model, llm=llm) as idx:
-        result = _retrieve(idx, question, llm is not None, params)
+        result = _retrieve(idx, question, params)
         laid_out = result_context(result)  # within the retrieval's budget
         shown = sources(idx, laid_out)
     prompt = answer_prompt(laid_out)
     if context_only or chat is None or llm is None:
-        if json_output:
-            typer.echo(json.dumps({"question": result.query, "prompt": prompt, "sources": shown}, ensure_ascii=False))
+        if json_output:  # nothing is cited yet: every item is what would be sent
+            typer.echo(json.dumps({"question": result.query, "prompt": prompt, "sent": shown}, ensure_ascii=False))
         else:
             typer.echo(prompt)
         return
     if json_output:
         answer = llm.complete(prompt)
-        typer.echo(json.dumps({"question": result.query, "answer": answer, "sources": shown}, ensure_ascii=False))
+        cited = cited_sources(answer, shown)
+        typer.echo(
+            json.dumps(
+                {"question": result.query, "answer": answer, "sources": cited, "sent": shown}, ensure_ascii=False
+            )
+        )
         return
     if stream:
+        pieces = []
         for piece in chat.stream(prompt):
+            pieces.append(piece.text)
             typer.echo(piece.text, nl=False)
         typer.echo()
+        answer = "".join(pieces)
     else:
-        typer.echo(llm.complete(prompt))  # the chat model, wrapped
-    print_sources(shown)
+        answer = llm.complete(prompt)  # the chat model, wrapped
+        typer.echo(answer)
+    print_sources(cited_sources(answer, shown), shown)
 
 
 @app.command()
@@ -368,7 +381,7 @@ def paths(
     from .store import opened
 
     with opened(store, embedding_model=embedding_model, llm=llm) as idx:
-        result = _retrieve(idx, question, llm is not None, params)
+        result = _retrieve(idx, question, params)
         # the graph alone: the key paths and the entity fill (passages are what `pathrag query` lists among
         # its sources; the further paths are what a context shows when it has room)
         fill = [item for item in result.items if item.kind == "entity"]
@@ -387,7 +400,10 @@ def paths(
 @app.command()
 def delete(
     doc_ids: list[str] = typer.Argument(
-        ..., metavar="DOC_ID...", help="Document ids (see: pathrag stats).", show_default=False
+        ...,
+        metavar="DOC_ID...",
+        help="Document ids (see: pathrag stats), or their files' paths from here (../docs/x.txt).",
+        show_default=False,
     ),
     store: Path = STORE,
     model: str = MODEL,
@@ -402,14 +418,11 @@ def delete(
         # asked only to summarise a merged description never summarised before: made then, if ever (an index
         # given a model at opening reads its name, which makes it)
         idx.llm = lazy_language_model(model)
-        missing = [d for d in dict.fromkeys(doc_ids) if d not in idx.documents]
-        if missing:
-            known = ", ".join(sorted(idx.documents)[:5]) or "none"
-            raise CliError(
-                f"no document {', '.join(map(repr, missing))} in {store} (documents: {known}"
-                f"{', …' if len(idx.documents) > 5 else ''})"
-            )
-        summary = idx.delete(doc_ids)
+        # an id is the path as indexed: a path typed from elsewhere (../docs/x.txt) names the one it ends with
+        ids, notes = resolve_document_ids(doc_ids, idx.documents)
+        for note in notes:
+            typer.echo(note, err=True)
+        summary = idx.delete(ids)
         stats = idx.stats()
     report(
         f"Deleted from {store}:",

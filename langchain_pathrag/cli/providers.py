@@ -146,10 +146,23 @@ def chat_model(model: str) -> BaseChatModel | None:
             raise CliError(f"--model {model} needs the langchain package: pip install langchain") from None
         from langchain_openai import ChatOpenAI
 
-        return ChatOpenAI(model=spec.name)
-    return _make(
-        lambda: init_chat_model(spec.name, model_provider=spec.provider), "chat model", "--model", model, spec.provider
+        from .endpoint import fail_fast_clients
+
+        return ChatOpenAI(model=spec.name, **fail_fast_clients())
+    # the OpenAI-compatible endpoint: a refused connection fails at once, naming the URL (see .endpoint)
+    options: dict[str, Any] = {}
+    if spec.provider == OPENAI:
+        from .endpoint import fail_fast_clients
+
+        options = fail_fast_clients()
+    made: BaseChatModel = _make(
+        lambda: init_chat_model(spec.name, model_provider=spec.provider, **options),
+        "chat model",
+        "--model",
+        model,
+        spec.provider,
     )
+    return made
 
 
 def describe_chat_model(model: str) -> str:

@@ -4,6 +4,7 @@ JSON or a Mermaid graph (the self-contained HTML page is :mod:`langchain_pathrag
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -14,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pathrag.llm.tokens import approximate_token_count, count_tokens, default_token_counter
+from pathrag.query.citations import cited_numbers, relevance_scores
 
 if TYPE_CHECKING:  # the core is imported when a command runs, not for ``pathrag --help``
     import pathrag
@@ -143,28 +145,58 @@ def as_json(result: RetrievalResult) -> dict[str, Any]:
 
 
 def sources(index: PathRAGIndex, context: PathContext) -> list[dict[str, Any]]:
-    """What a context shows, best first, each with the documents its chunks belong to (``pathrag query``)."""
+    """What a context shows, best first, each with its ``number`` in the prompt (what an answer's ``[n]``
+    cites) and the documents its chunks belong to (``pathrag query``)."""
     chunks = index.chunks
+    numbers = {item.id: n for n, item in enumerate(context.items, start=1)}
+    relevance = relevance_scores(context.items)
     shown = []
     for item in context.ranked:
         # the retrieval's own (read with it, and only the matching ones under a filter); else the chunks' claims
         documents = [doc.id for doc in item.documents] or list(
             dict.fromkeys(doc for cid in item.source_ids if (c := chunks.get(cid)) is not None for doc in c.refs)
         )
-        shown.append({**item.metadata(), "documents": documents, "text": item.text})
+        shown.append(
+            {
+                "number": numbers.get(item.id),
+                **item.metadata(),
+                "score": relevance.get(item.id, 0.0),
+                "raw_score": item.score,
+                "documents": list(documents),
+                "text": item.text,
+            }
+        )
     return shown
 
 
-def print_sources(shown: Sequence[Mapping[str, Any]]) -> None:
-    """The sources of an answer, one line each: the paths, then the passages with their documents."""
-    typer.echo("\nSources:")
-    for number, item in enumerate(shown, start=1):
-        documents = ", ".join(item["documents"]) or "no document"
-        if item["kind"] == "passage":
-            first_line = " ".join(item["text"].split())[:100]
-            typer.echo(f"  {number}. passage from {documents}: {first_line}")
-        else:
-            typer.echo(f"  {number}. {item['kind']} ({documents}): {item['text'].splitlines()[0]}")
+def cited_sources(answer: str, shown: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The entries of :func:`sources` that ``answer`` cites by number, in the order it first cites them."""
+    by_number = {item["number"]: item for item in shown}
+    return [by_number[n] for n in cited_numbers(answer, len(shown)) if n in by_number]
+
+
+def _source_line(item: Mapping[str, Any]) -> str:
+    documents = ", ".join(item["documents"]) or "no document"
+    if item["kind"] == "passage":
+        first_line = " ".join(item["text"].split())[:100]
+        return f"  [{item['number']}] passage from {documents}: {first_line}"
+    return f"  [{item['number']}] {item['kind']} ({documents}): {item['text'].splitlines()[0]}"
+
+
+def print_sources(cited: Sequence[Mapping[str, Any]], sent: Sequence[Mapping[str, Any]]) -> None:
+    """The sources the answer cites, one line each, then one line on the whole context it was sent."""
+    kinds = Counter(str(item["kind"]) for item in sent)
+    counted = ", ".join(f"{n} {kind}{'' if n == 1 else 's'}" for kind, n in sorted(kinds.items()))
+    if cited:
+        typer.echo("\nSources the answer cites:")
+        for item in cited:
+            typer.echo(_source_line(item))
+    else:
+        typer.echo("\nThe answer cites no numbered source.")
+    typer.echo(
+        f"Context sent to the model: {len(sent)} items ({counted or 'none'}), numbered [1] to [{len(sent)}] in "
+        "the prompt; sent is not used (--json lists them all)."
+    )
 
 
 Subgraph: TypeAlias = (

@@ -30,6 +30,7 @@ __all__ = [
     "EmbedderMismatch",
     "PathRAGError",
     "MissingEmbedderError",
+    "ModelUnreachable",
     "StoreDamaged",
     "StoreError",
     "StoreFormatError",
@@ -174,3 +175,25 @@ class MissingEmbedderError(PathRAGError, ValueError):
 def _rebuild(cls: type[Exception], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Exception:
     """An error made again from its fields (what :func:`pickle` calls for the classes above)."""
     return cls(*args, **kwargs)
+
+
+class ModelUnreachable(PathRAGError, ConnectionError):
+    """A language model's endpoint could not be reached: it names the URL that was tried.
+
+    ``refused``: the connection was refused (nothing listens there: a wrong URL or a stopped server), which
+    no retry mends, so the index does not retry it; a timeout or another network failure may pass and is
+    retried as before.
+
+    >>> print(ModelUnreachable("http://127.0.0.1:9/v1/chat/completions", "connection refused", refused=True))
+    cannot reach the model at http://127.0.0.1:9/v1/chat/completions: connection refused
+    """
+
+    def __init__(self, url: str, reason: str, *, refused: bool = False, hint: str = "") -> None:
+        self.url = url
+        self.reason = reason
+        self.refused = refused
+        self.hint = hint
+        super().__init__(f"cannot reach the model at {url}: {reason}" + (f" ({hint})" if hint else ""))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), (self.url, self.reason), {"refused": self.refused, "hint": self.hint}))

@@ -214,8 +214,9 @@ class RetrievedItem:
     ) -> RetrievedItem:
         """The item back from a framework document or node: its :meth:`metadata` and its ``text``.
 
-        ``score`` is the framework's own when it keeps one (a LlamaIndex node's), else the metadata's (0.0
-        when missing or not a number); ``id`` is the framework's id, used when the metadata has none. An
+        The score is the metadata's ``raw_score`` when it has one (the kind's own scale), else ``score``,
+        the framework's own when it keeps one (a LlamaIndex node's), else the metadata's (0.0 when missing or
+        not a number); ``id`` is the framework's id, used when the metadata has none. An
         unknown ``kind`` reads as an entity; a path keeps its nodes and score (its ``resources`` are not
         in the metadata), and a path of fewer than two nodes has no :class:`ScoredPath`.
 
@@ -234,7 +235,10 @@ class RetrievedItem:
         )
         stored_kind = metadata.get("kind")
         kind: ItemKind = stored_kind if stored_kind in ("path", "passage", "entity") else "entity"
-        value = _number(metadata.get("score", 0.0)) if score is None else float(score)
+        if "raw_score" in metadata:  # the adapters' "score" is the comparable one (pathrag.query.citations)
+            value = _number(metadata["raw_score"])
+        else:
+            value = _number(metadata.get("score", 0.0)) if score is None else float(score)
         path = ScoredPath(nodes=nodes, score=value) if kind == "path" and len(nodes) >= 2 else None
         return cls(
             kind,

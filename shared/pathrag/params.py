@@ -35,6 +35,7 @@ __all__ = [
     "PathParams",
     "RetrievalParams",
     "check_max_tokens",
+    "uses_keyword_llm",
 ]
 
 #: The context budget every entry point uses unless told otherwise: 4,000 tokens, the chunk budget
@@ -211,3 +212,19 @@ def check_max_tokens(value: Any) -> int | None:
     if _is_int(value) and 1 <= value <= MAX_TOKENS_LIMIT:
         return int(value)
     raise ValueError(f"max_tokens must be None or an int from 1 to {MAX_TOKENS_LIMIT:,}, got {value!r}")
+
+
+def uses_keyword_llm(keyword_llm: bool | None, context: str) -> bool:
+    """Whether an entry point holding a model asks it for the query's keywords (one model call per retrieval).
+
+    ``keyword_llm=None`` (every entry point's default) asks only in the paper's mode, ``context="paths"``,
+    whose seeds come from the paper's keyword step; the default ``context="evidence"`` makes **no model
+    call** at query time (its seeds come from the query's own words and vectors). ``True`` always asks,
+    ``False`` never does. A retrieval without a model never asks, whatever this says.
+
+    >>> uses_keyword_llm(None, "evidence"), uses_keyword_llm(None, "paths"), uses_keyword_llm(True, "evidence")
+    (False, True, True)
+    """
+    if keyword_llm is not None and not isinstance(keyword_llm, bool):
+        raise TypeError(f"keyword_llm must be True, False or None, got {type(keyword_llm).__name__}")
+    return context == "paths" if keyword_llm is None else keyword_llm

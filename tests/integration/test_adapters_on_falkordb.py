@@ -162,7 +162,7 @@ def check_same_paths_as_the_in_memory_store(store) -> None:
     llm = ScriptedLlamaLLM(keywords=KEYWORDS)
     database, memory = build_index(store, llm), build_index(SimplePropertyGraphStore(), llm)
     assert store.supports_vector_queries  # seeds come from the database's own vector index
-    params = {"embed_model": HashingEmbedding(64), "llm": llm, "num_seeds": 4, "top_k": 8}
+    params = {"embed_model": HashingEmbedding(64), "llm": llm, "keyword_llm": True, "num_seeds": 4, "top_k": 8}
     on_database = PathRAGRetriever(store, **params)
     on_memory = PathRAGRetriever(memory.property_graph_store, vector_store=memory.vector_store, **params)
 
@@ -176,7 +176,7 @@ def check_same_paths_as_the_in_memory_store(store) -> None:
 
     # the ready-made engine over each index sends the model the same prompt
     for index in (database, memory):
-        PathRAGQueryEngine.from_index(index, llm=llm, num_seeds=4, top_k=8).query(QUESTION)
+        PathRAGQueryEngine.from_index(index, llm=llm, keyword_llm=True, num_seeds=4, top_k=8).query(QUESTION)
     answers = [p for p in llm.prompts if QUESTION in p and not p.startswith(KEYWORDS_HEAD)]
     assert len(answers) == 2 and answers[0] == answers[1] and "IDA —design→ SEA WALL" in answers[0]
 

@@ -50,7 +50,10 @@ def entity_names(stores: dict[str, Any]) -> set[str]:
 
 def answer(docs: list[Document]) -> list[tuple]:
     """A retrieval's documents; scores to 4 places (Milvus keeps float32 vectors, the reference float64)."""
-    return [(d.id, d.page_content, {**d.metadata, "score": round(d.metadata["score"], 4)}) for d in docs]
+    return [
+        (d.id, d.page_content, {**d.metadata, **{k: round(d.metadata[k], 4) for k in ("score", "raw_score")}})
+        for d in docs
+    ]
 
 
 class MilvusScaleStore(InMemoryVectorStore):

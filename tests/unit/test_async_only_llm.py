@@ -69,14 +69,16 @@ def check(result, caplog) -> None:
 def test_sync_retrieve_runs_an_async_function(index, caplog):
     caplog.set_level(logging.WARNING)
     index.llm = as_language_model(async_keywords, name="async-kw")
-    check(index.retrieve(QUESTION, num_seeds=2), caplog)
+    check(index.retrieve(QUESTION, keyword_llm=True, num_seeds=2), caplog)
     assert async_keywords.prompts == [KEYWORDS_PROMPT.format(question=QUESTION)]  # type: ignore[attr-defined]
 
 
 async def test_sync_retrieve_inside_a_running_loop_runs_it_too(index, caplog):
     caplog.set_level(logging.WARNING)
     index.llm = as_language_model(async_keywords, name="async-kw")
-    check(index.retrieve(QUESTION, num_seeds=2), caplog)  # sync call from async code: a private thread
+    check(
+        index.retrieve(QUESTION, keyword_llm=True, num_seeds=2), caplog
+    )  # sync call from async code: a private thread
     assert len(async_keywords.prompts) == 1  # type: ignore[attr-defined]
 
 
@@ -100,6 +102,6 @@ def test_a_failing_model_still_falls_back_with_a_warning(index, caplog):
 
     caplog.set_level(logging.WARNING)
     index.llm = as_language_model(down, name="down")
-    result = index.retrieve("Great Surge", num_seeds=2)
+    result = index.retrieve("Great Surge", keyword_llm=True, num_seeds=2)
     assert result.keywords == Keywords(low_level=("Great Surge",))
     assert [r for r in caplog.records if "keyword extraction failed" in r.getMessage()]

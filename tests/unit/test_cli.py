@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from langchain_pathrag.cli import app, to_html, to_mermaid
 from pathrag import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath
 from pathrag.demo import demo_data, load_questions
-from pathrag.llm.prompts import EVIDENCE_INSTRUCTIONS
+from pathrag.llm.prompts import CITATION_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS
 from pathrag.llm.tokens import approximate_token_count, count_tokens
 
 DATA = Path(str(demo_data()))
@@ -112,10 +112,10 @@ def test_demo_prints_seeds_key_paths_hops_tokens_and_prompts() -> None:
         assert context and int(context[1].replace(",", "")) <= 4000, section  # the default budget, said
         prompt = section.split(" tokens) ──", 1)[1].split("\n── end of prompt ─", 1)[0].split("\n", 1)[1]
         # the printed prompt is a context within that budget, then the instructions
-        assert prompt.endswith(f"\n\n{EVIDENCE_INSTRUCTIONS}")
-        assert count_tokens(prompt.removesuffix(f"\n\n{EVIDENCE_INSTRUCTIONS}")) <= 4000
+        instructions = f"\n\n{EVIDENCE_INSTRUCTIONS} {CITATION_INSTRUCTIONS}"
+        assert prompt.endswith(instructions)
+        assert count_tokens(prompt.removesuffix(instructions)) <= 4000
         assert prompt.startswith(f"Question: {q.question}\n\nPassages, least to most relevant:")
-        assert prompt.endswith("say so rather than guessing.")
         # the best key path, and as many paths as the budget holds after it (the further paths included)
         assert 1 <= len(re.findall(r"^Path \d+:$", prompt, re.M))
     assert "the reference path of 3 of 3 questions is among the key paths" in out
@@ -191,7 +191,7 @@ def test_paths_shows_the_paths_query_puts_in_the_prompt(store: Path) -> None:
     shown = paths_json(store)
     prompt = run("query", Q1.question, "--store", store, "--replay", DATA, *DEMO_KNOBS, "--context-only", "--json")
     assert prompt.exit_code == 0, prompt.output
-    sent = [item["nodes"] for item in json.loads(prompt.stdout)["sources"] if item["kind"] == "path"]
+    sent = [item["nodes"] for item in json.loads(prompt.stdout)["sent"] if item["kind"] == "path"]
     listed = [item["nodes"] for item in shown["items"]]
     # `paths` lists the key paths; the prompt shows them (the best first) and further paths where room allows
     assert listed[0] in sent and len(listed) <= 15
@@ -473,8 +473,9 @@ def test_query_context_only_prints_the_exact_prompt(store: Path) -> None:
     assert result.exit_code == 0, result.output
     prompt = result.stdout
     assert prompt.startswith(f"Question: {Q1.question}\n\nPassages, least to most relevant:")
-    assert prompt.rstrip().endswith("say so rather than guessing.")
-    assert prompt.index("\nPassage 1:\n") < prompt.index("\nPath 1:\n")  # passages, then paths (most reliable last)
+    assert prompt.rstrip().endswith(f"say so rather than guessing. {CITATION_INSTRUCTIONS}")
+    # passages, then paths (most reliable last), numbered once through the whole context
+    assert prompt.index("\nPassage 1:\n") < prompt.index("\nPassage 3:\n") < prompt.index("\nPath 4:\n")
     blocks = re.findall(r"^Path (\d+):\n(.+)$", prompt, re.M)
     assert len(blocks) >= 1  # the key paths, then further paths: one line of relation statements each
     assert all("→ " in line or "— " in line for _, line in blocks)
@@ -496,9 +497,10 @@ def test_query_context_only_prints_the_exact_prompt(store: Path) -> None:
         ).stdout
     )
     assert sources["prompt"] == prompt.rstrip("\n")
-    kinds = [s["kind"] for s in sources["sources"]]
+    kinds = [s["kind"] for s in sources["sent"]]
     assert kinds.count("path") == len(blocks) and kinds.count("passage") == 3  # the test store's three documents
-    documents = {d for s in sources["sources"] for d in s["documents"]}
+    assert sorted(s["number"] for s in sources["sent"]) == list(range(1, len(kinds) + 1))  # the prompt's numbers
+    documents = {d for s in sources["sent"] for d in s["documents"]}
     assert documents == {"docs/plan.md", "docs/notes.html", "docs/inquiry/findings.txt"}
 
 
@@ -515,7 +517,7 @@ def test_query_default_context_keeps_its_budget_with_passages_and_paths(store: P
         "query", Q1.question, "--store", store, "--context-only", "--replay", DATA, "--max-tokens", "2500", *DEMO_KNOBS
     ).stdout
     context = out[: out.rindex("\n\nAnswer the question above")]
-    assert "\nPassage 1:\n" in context and "\nPath 1:\n" in context
+    assert "\nPassage 1:\n" in context and re.search(r"\nPath \d+:\n", context)
     assert approximate_token_count(context) <= 2500
 
 

@@ -126,7 +126,7 @@ def test_evidence_layout_is_query_passages_ascending_then_paths_most_reliable_la
     assert [i.id for i in ctx.items] == ["c4", "c3", "c2", "c1", "c0", "p-old", "p-new"]
     text = ctx.text
     assert text.startswith("Question: Q?\n\nPassages, least to most relevant:\n\nPassage 1:\npassage 4")
-    assert text.index("Passage 5:\npassage 0") < text.index("Path 1:\nA -> B") < text.index("Path 2:\nA -> Z")
+    assert text.index("Passage 5:\npassage 0") < text.index("Path 6:\nA -> B") < text.index("Path 7:\nA -> Z")
     assert "Question: Q?\n\n" + "\n\n".join(h + b for h, b in context_blocks(ctx)) == text
     assert ctx.instructions == EVIDENCE_INSTRUCTIONS
     passages_only = build_evidence_context("Q?", passages, token_counter=len)

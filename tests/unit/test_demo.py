@@ -22,7 +22,13 @@ from pathrag.demo import (
     run_demo,
 )
 from pathrag.index.extraction import ExtractionConfig, build_extraction_prompt, build_gleaning_prompt, parse_answers
-from pathrag.llm.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS, KEYWORDS_PROMPT, build_summary_prompt
+from pathrag.llm.prompts import (
+    ANSWER_INSTRUCTIONS,
+    CITATION_INSTRUCTIONS,
+    EVIDENCE_INSTRUCTIONS,
+    KEYWORDS_PROMPT,
+    build_summary_prompt,
+)
 from pathrag.llm.tokens import count_tokens
 from pathrag.query.context import DEFAULT_CONTEXT_TOKENS
 from pathrag.query.retrieval import parse_keywords
@@ -190,7 +196,7 @@ def test_demo_prompt_is_the_context_then_the_instructions(demo_run) -> None:
     for run in demo_run.questions:
         assert run.prompt.startswith(f"Question: {run.question.question}\n")
         assert run.context.instructions == EVIDENCE_INSTRUCTIONS  # the demo store has passages
-        assert run.prompt == f"{run.context.text}\n\n{EVIDENCE_INSTRUCTIONS}"
+        assert run.prompt == f"{run.context.text}\n\n{EVIDENCE_INSTRUCTIONS} {CITATION_INSTRUCTIONS}"
         blocks = re.findall(r"^Path (\d+):$", run.prompt, re.M)
         shown = [item for item in run.context.items if item.kind == "path"]
         assert 1 <= len(blocks) == len(shown) <= len(run.result.paths)  # the best path at least, within budget
@@ -209,7 +215,7 @@ def test_demo_prompts_are_the_default_budget_and_the_instructions(demo_run) -> N
         assert run.result.max_tokens == budget
         assert run.context.tokens == count_tokens(run.context.text) <= budget, run.question.question
         # the budget is the context's, as at every entry point: the prompt adds only the instructions
-        instructions = count_tokens(run.context.instructions)
+        instructions = count_tokens(f"{run.context.instructions} {CITATION_INSTRUCTIONS}")
         assert count_tokens(run.prompt) <= budget + instructions + 2, run.question.question
 
 

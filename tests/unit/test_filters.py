@@ -284,7 +284,7 @@ def test_the_command_line_takes_a_filter(tmp_path: Path, monkeypatch: pytest.Mon
     assert result.exit_code == 0, result.output
     shown = json.loads(result.stdout)
     assert "anasecret" in result.stdout and "bensecret" not in result.stdout and "cysecret" not in result.stdout
-    assert {doc for item in shown["sources"] for doc in item["documents"]} <= {"ana-0", "ana-3"}
+    assert {doc for item in shown["sent"] for doc in item["documents"]} <= {"ana-0", "ana-3"}
     refused = CliRunner().invoke(app, [*query, "--param", 'filter={"user": {"$gt": "a"}}'])
     assert refused.exit_code == 2 and "unknown operator '$gt' for key 'user'" in refused.stderr
     assert "Traceback" not in refused.output

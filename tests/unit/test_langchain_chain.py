@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 
 import pytest
 from langchain_core.documents import Document
@@ -11,7 +12,7 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 
 from langchain_pathrag import PATHRAG_PROMPT, PathRAGIndexer, create_pathrag_chain, format_paths
-from pathrag.llm.prompts import ANSWER_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS
+from pathrag.llm.prompts import ANSWER_INSTRUCTIONS, CITATION_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS
 from pathrag.query.context import answer_prompt, result_context
 
 from ..langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings
@@ -37,12 +38,12 @@ def test_final_prompt_has_the_question_first_and_paths_in_ascending_score_order(
     [prompt] = llm.prompts
     docs = retriever.invoke(QUESTION)
     assert prompt.startswith(f"Question: {QUESTION}\n")
-    positions = [prompt.index(f"reliability {d.metadata['score']:.3f}):\n{d.page_content}") for d in docs]
+    positions = [prompt.index(f"reliability {d.metadata['raw_score']:.3f}):\n{d.page_content}") for d in docs]
     assert all(p > len(QUESTION) for p in positions)
     by_position = [d for _, d in sorted(zip(positions, docs, strict=True), key=lambda pair: pair[0])]
-    assert [d.metadata["score"] for d in by_position] == sorted(d.metadata["score"] for d in docs)
-    assert by_position[-1].metadata["score"] == docs[0].metadata["score"]  # the best path is last
-    assert prompt.rstrip().endswith(ANSWER_INSTRUCTIONS)
+    assert [d.metadata["raw_score"] for d in by_position] == sorted(d.metadata["raw_score"] for d in docs)
+    assert by_position[-1].metadata["raw_score"] == docs[0].metadata["raw_score"]  # the best path is last
+    assert prompt.rstrip().endswith(f"{ANSWER_INSTRUCTIONS} {CITATION_INSTRUCTIONS}")
 
 
 def test_format_paths_puts_entity_fills_first_and_numbers_the_paths():
@@ -79,9 +80,49 @@ def test_chain_prompt_is_the_core_prompt_for_the_same_question(budget):
     create_pathrag_chain(retriever, llm, max_tokens=budget).invoke(QUESTION)
     result = built.index.retrieve(QUESTION, keyword_llm=False, max_tokens=budget)
     core = answer_prompt(result_context(result, max_items=50))
-    assert "\nPath 1:\n" in core  # the best path is always shown
+    assert re.search(r"\nPath \d+:\n", core)  # the best path is always shown
     assert ("\nPassage 1:\n" in core) == (budget != 150)  # and passages wherever they fit
     assert llm.prompts == [core]
+
+
+@pytest.mark.parametrize(("k", "budget"), [(4, None), (6, 150), (50, 400), (3, 4000)])
+async def test_the_chain_prompt_is_the_retrievers_laid_out_context(k, budget):
+    """One budget, one layout: the chain, given no budget of its own, sends the retriever's context."""
+    llm = ScriptedChatModel(answer=ANSWER)
+    retriever = indexer().as_retriever(k=k, max_tokens=budget)
+    laid_out = retriever.invoke_laid_out(QUESTION)
+    expected = answer_prompt(laid_out.context)
+    assert laid_out.context.text in expected and len(laid_out.documents) == len(laid_out.context.items) <= k
+    if budget is not None:
+        assert laid_out.context.tokens <= budget
+    create_pathrag_chain(retriever, llm).invoke(QUESTION)
+    await create_pathrag_chain(retriever, llm).ainvoke(QUESTION)
+    assert llm.prompts == [expected, expected]
+    # a budget given to the chain is the retrieval's budget for its calls: still one layout
+    llm.prompts.clear()
+    create_pathrag_chain(retriever, llm, max_tokens=120).invoke(QUESTION)
+    assert llm.prompts == [answer_prompt(retriever.invoke_laid_out(QUESTION, max_tokens=120).context)]
+
+
+async def test_return_sources_gives_what_the_answer_cites_apart_from_what_was_sent():
+    retriever = indexer().as_retriever(k=6)
+    context = retriever.invoke_laid_out(QUESTION).context
+    passages = [n for n, item in enumerate(context.items, start=1) if item.kind == "passage"]
+    paths = [n for n, item in enumerate(context.items, start=1) if item.kind == "path"]
+    assert passages and paths
+    cites = f"Mara works for the Tide Board [{paths[-1]}], and Ida designed the wall [{passages[0]}][99]."
+    chain = create_pathrag_chain(retriever, ScriptedChatModel(answer=cites), return_sources=True)
+    for result in (chain.invoke(QUESTION), await chain.ainvoke({"question": QUESTION})):
+        assert result["answer"] == cites
+        assert [d.metadata["id"] for d in result["sources"]] == [
+            context.items[paths[-1] - 1].id,
+            context.items[passages[0] - 1].id,
+        ]
+        assert result["sent"] == retriever.invoke(QUESTION)  # everything the prompt held, best first
+    uncited = create_pathrag_chain(retriever, ScriptedChatModel(answer="No marks."), return_sources=True)
+    assert uncited.invoke(QUESTION)["sources"] == []
+    with pytest.raises(ValueError, match="not both"):
+        create_pathrag_chain(retriever, ScriptedChatModel(), return_sources=True, return_paths=True)
 
 
 async def test_invoke_ainvoke_batch_stream_astream_agree():
@@ -129,4 +170,4 @@ def test_chain_prompt_is_the_core_prompt_in_the_paths_layout_too():
     llm = ScriptedChatModel(answer=ANSWER)
     create_pathrag_chain(built.as_retriever(llm=None, context="paths", top_k=20, k=20), llm).invoke(QUESTION)
     core = answer_prompt(result_context(built.index.retrieve(QUESTION, keyword_llm=False, context="paths", top_k=20)))
-    assert llm.prompts == [core] and core.endswith(ANSWER_INSTRUCTIONS)
+    assert llm.prompts == [core] and core.endswith(f"{ANSWER_INSTRUCTIONS} {CITATION_INSTRUCTIONS}")

@@ -33,7 +33,10 @@ def make(**kwargs) -> PathRAGIndexer:
 
 def rounded(docs: list[Document]) -> list[tuple]:
     """Documents with scores to 6 places: the store keeps vectors as float32, InMemoryVectorStore as float64."""
-    return [(d.id, d.page_content, {**d.metadata, "score": round(d.metadata["score"], 6)}) for d in docs]
+    return [
+        (d.id, d.page_content, {**d.metadata, **{k: round(d.metadata[k], 6) for k in ("score", "raw_score")}})
+        for d in docs
+    ]
 
 
 def nodes(docs: list[Document]) -> set[str]:
@@ -94,7 +97,7 @@ def test_saved_and_reloaded_indexer_returns_the_same_documents(tmp_path):
     reloaded = PathRAGIndexer.load(tmp_path / "index", llm=llm, embeddings=embeddings())
     assert rounded(reloaded.as_retriever().invoke(QUESTION)) == rounded(expected)
     assert reloaded.add_documents([HARBOUR, WALL]).unchanged == 2
-    assert len(llm.prompts) == 1  # the keyword prompt; no extraction
+    assert llm.prompts == []  # no keyword call by default, and no extraction
 
 
 def test_an_indexer_with_a_path_saves_every_change(tmp_path):

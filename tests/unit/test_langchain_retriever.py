@@ -109,6 +109,7 @@ async def test_entity_fill_when_fewer_than_k_paths():
         "kind": "entity",
         "id": docs[-1].id,
         "score": 0.0,
+        "raw_score": 0.0,
         "nodes": ["IDA"],
         "hops": 0,
         "source_ids": [],

@@ -50,7 +50,12 @@ def test_llama_index_pipeline_retrieves_exactly_what_the_core_pipeline_does(exam
     try:
         for question in load_questions():
             ours = [
-                (n.node.metadata["kind"], tuple(n.node.metadata["nodes"]), round(n.score, 9), n.node.text)
+                (
+                    n.node.metadata["kind"],
+                    tuple(n.node.metadata["nodes"]),
+                    round(n.node.metadata["raw_score"], 9),
+                    n.node.text,
+                )
                 for n in retriever.retrieve(question.question)
             ]
             # the property graph holds no passages and no relation vectors: the core without them

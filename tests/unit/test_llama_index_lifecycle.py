@@ -120,6 +120,7 @@ def paths(index: PropertyGraphIndex, llm) -> list:
         index.property_graph_store,
         vector_store=index.vector_store,
         llm=llm,
+        keyword_llm=True,  # the scripted keywords pick the seeds, as the paper's step does
         embed_model=HashingEmbedding(64),
         num_seeds=3,
         top_k=6,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -27,8 +28,8 @@ from llama_index_pathrag import (
     PathRAGQueryEngine,
     PathRAGRetriever,
 )
-from llama_index_pathrag.query_engine import item_from_node
-from pathrag.llm.prompts import EVIDENCE_INSTRUCTIONS
+from llama_index_pathrag.query_engine import CITED_KEY, item_from_node
+from pathrag.llm.prompts import CITATION_INSTRUCTIONS, EVIDENCE_INSTRUCTIONS
 from pathrag.query.context import answer_prompt, build_context, build_path_texts, items_context
 
 from ..llama_index_fakes import ANSWER, ScriptedLlamaLLM
@@ -102,7 +103,10 @@ def hand_built(store=None):
 
 
 def summary(nodes):
-    return [(n.node.metadata["kind"], tuple(n.node.metadata["nodes"]), round(n.score, 9), n.node.text) for n in nodes]
+    return [
+        (n.node.metadata["kind"], tuple(n.node.metadata["nodes"]), round(n.node.metadata["raw_score"], 9), n.node.text)
+        for n in nodes
+    ]
 
 
 def expected(seeds, **params):
@@ -298,10 +302,16 @@ def test_engine_prompt_has_the_query_first_and_paths_ascending():
     assert response.response == ANSWER
     prompt = llm.prompts[-1]
     assert prompt.startswith(f"Question: {QUESTION}\n\nRelational paths from the knowledge graph, least to most")
-    scores = [n.score for n in response.source_nodes]
+    # source_nodes come best first, as retriever.retrieve gives them; the prompt shows them least first
+    assert [n.node.node_id for n in response.source_nodes] == [
+        n.node.node_id for n in engine.retriever.retrieve(QUESTION)
+    ]
+    scores = [n.node.metadata["raw_score"] for n in response.source_nodes]
     positions = [prompt.index(n.node.text) for n in response.source_nodes]
-    assert len(scores) == 5 and scores == sorted(scores) and positions == sorted(positions)
-    best = max(response.source_nodes, key=lambda n: n.score).node.text
+    assert len(scores) == 5 and scores == sorted(scores, reverse=True) and positions == sorted(positions, reverse=True)
+    assert [n.score for n in response.source_nodes] == sorted((n.score for n in response.source_nodes), reverse=True)
+    assert response.source_nodes[0].score == 1.0 and all(0.0 <= n.score <= 1.0 for n in response.source_nodes)
+    best = response.source_nodes[0].node.text
     assert prompt.index(best) > max(prompt.index(n.node.text) for n in response.source_nodes if n.node.text != best)
     assert "Answer the question above using only the relational paths." in prompt.split(best)[1]
     assert "'kind'" not in prompt and "source_ids" not in prompt
@@ -402,8 +412,31 @@ async def test_engine_with_passages_sends_the_core_prompt(budget):
     assert {n.node.metadata["kind"] for n in found} == {"path", "passage"} or budget == 120
     items = [item_from_node(n) for n in found]
     assert prompt == answer_prompt(items_context(QUESTION, items, max_tokens=budget))
-    assert "\nPath 1:\n" in prompt  # the best path is always shown
+    assert re.search(r"\nPath \d+:\n", prompt)  # the best path is always shown
     if budget != 120:
-        assert "\nPassage 1:\n" in prompt and prompt.endswith(EVIDENCE_INSTRUCTIONS)
+        assert "\nPassage 1:\n" in prompt and prompt.endswith(f"{EVIDENCE_INSTRUCTIONS} {CITATION_INSTRUCTIONS}")
     await engine.aquery(QUESTION)
     assert llm.prompts[-1] == prompt
+
+
+async def test_engine_response_gives_the_cited_nodes_apart_from_the_nodes_sent():
+    index, llm = build_harbour_index()
+    chunks = [node for node in index.docstore.docs.values() if node.get_content().strip()]
+    passages = VectorStoreIndex(chunks, embed_model=HashingEmbedding(64)).as_retriever(similarity_top_k=6)
+    engine = PathRAGQueryEngine.from_index(
+        index, llm=llm, keyword_llm=False, num_seeds=3, top_k=5, passage_retriever=passages
+    )
+    engine.query(QUESTION)
+    numbers = re.findall(r"\n(Passage|Path) (\d+):\n", llm.prompts[-1])
+    passage = next(int(n) for kind, n in numbers if kind == "Passage")
+    path = next(int(n) for kind, n in numbers if kind == "Path")
+    llm.answer = f"Mara sailed through the surge [{path}], as the log says [{passage}, 40]."
+    for response in (engine.query(QUESTION), await engine.aquery(QUESTION)):
+        cited = response.metadata[CITED_KEY]
+        assert [n.node.metadata["kind"] for n in cited] == ["path", "passage"]
+        assert [n.node.metadata["pathrag_number"] for n in cited] == [path, passage]
+        sent = {n.node.node_id for n in response.source_nodes}  # what the prompt held, not what was used
+        assert {n.node.node_id for n in cited} < sent
+        assert [n.node.node_id for n in response.source_nodes] == [
+            n.node.node_id for n in engine.retriever.retrieve(QUESTION)
+        ]

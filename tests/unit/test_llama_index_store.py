@@ -48,7 +48,7 @@ def test_the_retriever_returns_the_core_context_as_nodes(store: Path) -> None:
     found = retriever.retrieve(QUESTION)
     expected = core_context(store, max_tokens=600)
     assert [n.node.get_content(metadata_mode=MetadataMode.NONE) for n in found] == [i.text for i in expected.ranked]
-    assert [n.score for n in found] == [i.score for i in expected.ranked]
+    assert [n.node.metadata["raw_score"] for n in found] == [i.score for i in expected.ranked]
     assert found[0].node.metadata["kind"] == "path" and {n.node.metadata["layout"] for n in found} == {"evidence"}
     top = PathRAGIndexRetriever(retriever.index, similarity_top_k=2, keyword_llm=False).retrieve(QUESTION)
     assert [n.node.node_id for n in top] == [i.id for i in core_context(store, max_items=2).ranked]
@@ -75,12 +75,17 @@ async def test_the_query_engine_sends_the_core_prompt(store: Path) -> None:
     retriever.close()
 
 
-def test_keywords_come_from_the_llm_given(store: Path) -> None:
+def test_keywords_come_from_the_llm_given_only_when_asked(store: Path) -> None:
     llm = ScriptedLlamaLLM(keywords={QUESTION: '{"high_level": ["flood"], "low_level": ["Odric Pelham"]}'})
-    retriever = PathRAGIndexRetriever.from_store(store, llm=llm)
-    assert retriever.retrieve(QUESTION)
-    assert any(p.startswith("Pick the search keywords") for p in llm.prompts)
-    retriever.close()
+    quiet = PathRAGIndexRetriever.from_store(store, llm=llm)
+    assert quiet.retrieve(QUESTION) and llm.prompts == []  # the default mode makes no model call
+    quiet.close()
+    for asked in ({"keyword_llm": True}, {"context": "paths"}):
+        llm.prompts.clear()
+        retriever = PathRAGIndexRetriever.from_store(store, llm=llm, **asked)
+        assert retriever.retrieve(QUESTION)
+        assert [p.startswith("Pick the search keywords") for p in llm.prompts] == [True]
+        retriever.close()
 
 
 def test_an_endpoint_store_needs_its_embed_model(tmp_path: Path) -> None:

@@ -119,7 +119,10 @@ def test_keyword_llm_answer_drives_seeds_and_bad_answers_fall_back():
     idx = PathRAGIndex(llm=ScriptedLLM(), embedder=HashingEmbedder())
     idx.insert(CORPUS)
     idx.llm = as_language_model(keyword_model, name="kw")
-    result = idx.retrieve("Who paid for what broke?", num_seeds=2)
+    assert idx.retrieve("Who paid for what broke?", num_seeds=2) and calls == []  # no model call by default
+    assert idx.retrieve("Who paid for what broke?", num_seeds=2, context="paths") and len(calls) == 1  # the paper's
+    calls.clear()
+    result = idx.retrieve("Who paid for what broke?", keyword_llm=True, num_seeds=2)
     assert calls == [KEYWORDS_PROMPT.format(question="Who paid for what broke?")]
     assert result.keywords.low_level == ("Great Surge", "Tide Board")
     assert set(result.seeds) == {"GREAT SURGE", "TIDE BOARD"}
@@ -132,7 +135,7 @@ def test_keyword_llm_answer_drives_seeds_and_bad_answers_fall_back():
         raise TimeoutError("model down")
 
     idx.llm = as_language_model(broken, name="broken")
-    fallback = idx.retrieve("Great Surge", num_seeds=2)
+    fallback = idx.retrieve("Great Surge", keyword_llm=True, num_seeds=2)
     assert fallback.keywords == Keywords(low_level=("Great Surge",)) and fallback.items
 
 

@@ -275,7 +275,7 @@ def test_an_in_memory_read_run_again_after_a_commit_asks_the_keyword_model_once(
         return '{"high_level_keywords": [], "low_level_keywords": ["A"]}'
 
     index.llm = pathrag_model(keywords)
-    result = index.retrieve("Where is A?")
+    result = index.retrieve("Where is A?", keyword_llm=True)
     assert len(calls) == 1 and result.seeds  # read again on the new state, the answer remembered
     assert len(index.documents) == 2
 

@@ -81,7 +81,8 @@ async def answer(
             return AnswerRecord(question.id, config.name, "", error=f"retrieval: {type(exc).__name__}: {exc}")
     retrieval_s = time.perf_counter() - started
     if isinstance(value, PathContext):  # the index's own layout: its own instructions, as in pathrag query
-        context, prompt = value.text, answer_prompt(value)
+        # without the request to cite: a judged answer is compared with the others' uncited ones
+        context, prompt = value.text, answer_prompt(value, cite=False)
     else:
         context = str(value)
         prompt = config.prompt(context)

@@ -60,6 +60,7 @@ from ..ids import chunk_id, digest, entity_vector_id, record_chunk_id, relation_
 from ..llm.client import LanguageModel, RememberingLanguageModel, as_language_model
 from ..models import Entity, Relation
 from ..names import check_name
+from ..params import uses_keyword_llm
 from ..query.retrieval import RetrievalResult, aretrieve, retrieve
 from ..sqlite import STORE_FILE
 from ..vectors.base import Embedder, VectorIndex, VectorItem, vector_upserts
@@ -334,16 +335,18 @@ class PathRAGIndex:
         """Sync twin of :meth:`aadd_records`."""
         return run_sync(self.aadd_records(document_id, entities, relations, **vector_items_and_vectors))
 
-    def retrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
+    def retrieve(self, query: str, *, keyword_llm: bool | None = None, **params: Any) -> RetrievalResult:
         """Key paths and source passages for ``query`` from this index (see :func:`pathrag.query.retrieval.retrieve`),
         each item with the documents it comes from, and only those matching ``filter=`` when given (see
         :mod:`pathrag.index.sources`).
 
-        The index's LLM extracts the query keywords unless ``keyword_llm=False``. The answer comes from one
-        committed state, whatever writes run meanwhile (see :meth:`aread_committed`); a read that is run
-        again asks the LLM nothing new.
+        Model calls: none by default. The index's LLM extracts the query keywords (one call) only in the
+        paper's mode ``context="paths"``, or always with ``keyword_llm=True`` (never with ``False``; see
+        :func:`pathrag.params.uses_keyword_llm`). The answer comes from one committed state, whatever writes
+        run meanwhile (see :meth:`aread_committed`); a read that is run again asks the LLM nothing new.
         """
-        llm, wanted = _keyword_model(self.llm, keyword_llm), wanted_params(params)
+        wanted = wanted_params(params)
+        llm = _keyword_model(self.llm, keyword_llm, wanted.context)
         return self.read_committed(
             lambda graph, indexes: finish(
                 retrieve(
@@ -360,9 +363,10 @@ class PathRAGIndex:
             )
         )
 
-    async def aretrieve(self, query: str, *, keyword_llm: bool = True, **params: Any) -> RetrievalResult:
+    async def aretrieve(self, query: str, *, keyword_llm: bool | None = None, **params: Any) -> RetrievalResult:
         """Async twin of :meth:`retrieve`."""
-        llm, wanted = _keyword_model(self.llm, keyword_llm), wanted_params(params)
+        wanted = wanted_params(params)
+        llm = _keyword_model(self.llm, keyword_llm, wanted.context)
 
         async def read(graph: GraphStore, indexes: Mapping[str, VectorIndex]) -> RetrievalResult:
             found = await aretrieve(
@@ -382,6 +386,12 @@ class PathRAGIndex:
         """The documents of the committed state being read, for :func:`pathrag.index.sources.finish` (call it
         inside :meth:`read_committed`): which documents claim a chunk, their metadata, the filters."""
         return committed_documents(self._records, self._store)
+
+    def name_embedder_parameter(self, parameter: str) -> None:
+        """Make the error of a store opened without its embeddings ask for ``parameter``, the opening API's
+        own name for them (an adapter's ``embeddings`` or ``embed_model``; the core's is ``embedder``)."""
+        if isinstance(self._embedder, MissingEmbedder):
+            self._embedder.parameter = parameter
 
     async def aread_committed(self, read: Callable[[GraphStore, Mapping[str, VectorIndex]], Awaitable[T]]) -> T:
         """``await read(graph, vector_indexes)`` on one committed state of the index, while writes go on.
@@ -445,9 +455,10 @@ entities and this many relations): a later write that touches a few names decode
 mention them, not every record of a bulk import."""
 
 
-def _keyword_model(llm: LanguageModel | None, wanted: bool) -> LanguageModel | None:
-    """The model a retrieval asks for keywords: the index's, remembering its answers, when ``wanted``."""
-    return RememberingLanguageModel(llm) if wanted and llm is not None else None
+def _keyword_model(llm: LanguageModel | None, wanted: bool | None, context: str) -> LanguageModel | None:
+    """The model a retrieval asks for keywords (the index's, remembering its answers), or ``None``: see
+    :func:`pathrag.params.uses_keyword_llm` for when."""
+    return RememberingLanguageModel(llm) if llm is not None and uses_keyword_llm(wanted, context) else None
 
 
 def _batches(items: Iterator[T], size: int) -> Iterator[list[T]]:

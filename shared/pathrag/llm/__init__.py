@@ -6,6 +6,7 @@
 - :mod:`~pathrag.llm.prompts`: the wording of every prompt the core sends and of the answer instructions;
 - :mod:`~pathrag.llm.tokens`: token counting (tiktoken, or an approximation offline).
 
-What it may import: the top-level value modules (``_sync``, ``ids``, ``names``), nothing else of ``pathrag``;
+What it may import: the top-level value modules (``_sync``, ``errors``, ``ids``, ``names``), nothing else of
+``pathrag``;
 every other package may import it. This file imports nothing.
 """

@@ -12,8 +12,9 @@ import asyncio
 import functools
 from typing import Protocol
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from ..errors import ModelUnreachable
 from ..ids import digest
 from ..names import replace_surrogates
 from .client import LanguageModel
@@ -87,7 +88,7 @@ class LLMCaller:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_attempts),
             wait=wait_random_exponential(multiplier=self.retry_initial_wait, max=self.retry_max_wait),
-            retry=retry_if_exception_type(Exception),
+            retry=retry_if_exception(_worth_retrying),
             reraise=True,
         )
         async for attempt in retrying:
@@ -101,3 +102,8 @@ class LLMCaller:
         if self.use_cache and self.cache is not None:
             self.cache[key] = answer  # written at once: a crash does not make us pay for it again
         return answer
+
+
+def _worth_retrying(error: BaseException) -> bool:
+    """Any failure of a call is tried again, but a refused connection: nothing listens at that address."""
+    return isinstance(error, Exception) and not (isinstance(error, ModelUnreachable) and error.refused)

@@ -37,6 +37,7 @@ __all__ = [
     "EVIDENCE_INSTRUCTIONS",
     "PASSAGE_INSTRUCTIONS",
     "ANSWER_TEMPLATE",
+    "CITATION_INSTRUCTIONS",
     "SUMMARY_DESCRIPTION_MAX_CHARS",
     "SUMMARY_INPUT_MAX_CHARS",
     "build_summary_prompt",
@@ -257,3 +258,9 @@ question asks, say so rather than guessing."""
 PASSAGE_INSTRUCTIONS = """Answer the question above using only the passages. Later passages are more relevant; prefer \
 them when they disagree. A question may need several facts chained together: follow the entities from one passage to \
 the next. If the passages do not contain what the question asks, say so rather than guessing."""
+
+#: Appended to the answer instructions by every entry point that answers (``pathrag query``, the LangChain
+#: chain, the LlamaIndex engine): the context numbers its items once, passages and paths alike, so that the
+#: answer's ``[n]`` marks name the items it rests on (:mod:`pathrag.query.citations` reads them back).
+CITATION_INSTRUCTIONS = """After each statement, cite the numbered passages or paths it rests on in square brackets, \
+e.g. [2] or [1][3]."""

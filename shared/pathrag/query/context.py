@@ -48,6 +48,7 @@ from typing import cast
 from ..graphs.base import GraphStore
 from ..llm.prompts import (
     ANSWER_INSTRUCTIONS,
+    CITATION_INSTRUCTIONS,
     CONTEXT_TEMPLATE,
     EVIDENCE_INSTRUCTIONS,
     EVIDENCE_TEMPLATE,
@@ -61,6 +62,7 @@ __all__ = [
     "DEFAULT_CONTEXT_TOKENS",
     "PathContext",
     "answer_prompt",
+    "full_instructions",
     "result_context",
     "abuild_path_texts",
     "build_context",
@@ -302,8 +304,13 @@ def _passage_block(number: int, item: RetrievedItem) -> str:
 
 
 def _evidence_text(query: str, passages: Sequence[RetrievedItem], graph: Sequence[RetrievedItem]) -> str:
-    """The evidence layout of items already in display order (least relevant first)."""
-    graph_text = "\n\n".join(_graph_block(i, item) for i, item in enumerate(graph, start=1))
+    """The evidence layout of items already in display order (least relevant first).
+
+    One numbering runs through the whole context (the paths go on from the last passage's number), so
+    that an answer's ``[n]`` names one item (see :mod:`pathrag.query.citations`).
+    """
+    first = len(passages) + 1
+    graph_text = "\n\n".join(_graph_block(i, item) for i, item in enumerate(graph, start=first))
     if not passages:
         return CONTEXT_TEMPLATE.format(question=query, paths=graph_text or "(no paths found)")
     passage_text = "\n\n".join(_passage_block(i, item) for i, item in enumerate(passages, start=1))
@@ -338,7 +345,10 @@ def context_blocks(context: PathContext) -> list[tuple[str, str]]:
     passages = [item for item in context.items if item.kind == "passage"]
     graph = [item for item in context.items if item.kind != "passage"]
     blocks = [(f"Passage {n}:\n", item.text.strip()) for n, item in enumerate(passages, start=1)]
-    graph_blocks = [(_graph_block(n, item).removesuffix(item.text), item.text) for n, item in enumerate(graph, start=1)]
+    first = len(passages) + 1  # one numbering through the context, as in _evidence_text
+    graph_blocks = [
+        (_graph_block(n, item).removesuffix(item.text), item.text) for n, item in enumerate(graph, start=first)
+    ]
     paths_header = _PATHS_HEADER if blocks else _PATHS_ONLY_HEADER
     for section, header in ((blocks, _PASSAGES_HEADER), (graph_blocks, paths_header)):
         if section:
@@ -545,6 +555,17 @@ def result_context(
     )
 
 
-def answer_prompt(context: PathContext) -> str:
-    """The exact prompt an answering model gets: the laid-out context, then the answer instructions."""
-    return f"{context.text}\n\n{context.instructions}"
+def answer_prompt(context: PathContext, *, cite: bool = True) -> str:
+    """The exact prompt an answering model gets: the laid-out context, then the answer instructions, then
+    (``cite``) the request to cite the numbered items (:data:`~pathrag.llm.prompts.CITATION_INSTRUCTIONS`)."""
+    return f"{context.text}\n\n{full_instructions(context, cite=cite)}"
+
+
+def full_instructions(context: PathContext, *, cite: bool = True) -> str:
+    """The context's answer instructions, with the request to cite unless ``cite=False``.
+
+    >>> context = items_context("Who?", [])
+    >>> full_instructions(context).endswith("e.g. [2] or [1][3].")
+    True
+    """
+    return f"{context.instructions} {CITATION_INSTRUCTIONS}" if cite else context.instructions

@@ -88,9 +88,12 @@ class MissingEmbedder(LazyEmbedder):
     the store kb was built with the embeddings 'openai:text-embedding-3-small', which pathrag cannot make
     """
 
-    def __init__(self, name: str | None, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, name: str | None, directory: str | os.PathLike[str], *, parameter: str = "embedder") -> None:
         super().__init__(self._fail, name)
         self.directory = Path(directory)
+        self.parameter = parameter
+        """The name the error asks for: the opening API's own parameter (``embeddings`` for LangChain's
+        ``PathRAGIndexer.load``, ``embed_model`` for LlamaIndex's ``from_store``)."""
 
     def _fail(self) -> Embedder:
         if self.name is None:
@@ -98,7 +101,7 @@ class MissingEmbedder(LazyEmbedder):
         else:
             said = f"the store {self.directory} was built with the embeddings {self.name!r}, which pathrag cannot make"
         raise MissingEmbedderError(
-            f"{said}: to embed (query or add), open it with embedder= the same embeddings",
+            f"{said}: to embed (query or add), open it with {self.parameter}= the same embeddings",
             directory=self.directory,
             recorded=self.name,
         )
