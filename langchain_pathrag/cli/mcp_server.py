@@ -257,11 +257,11 @@ def _add_query(
         settings: Settings = None,
     ) -> dict[str, Any]:
         """An answer to `question` from the store, written by the server's chat model from the context `retrieve`
-        gives, with `sent`: every item of that context (kind, score, documents, text), best first. One model
-        call: the answer."""
+        gives, with `sources`: the items the answer cites as `[n]`, and apart `sent`: every item of that context
+        (kind, score, documents, text), best first. One model call: the answer."""
         from pathrag.query.context import answer_prompt, result_context
 
-        from .rendering import sources
+        from .rendering import cited_sources, sources
 
         params = _params(settings, top_k=top_k, num_seeds=num_seeds, max_tokens=max_tokens, context=context)
         with opened(store, embedding_model=embedding_model) as index:
@@ -269,7 +269,13 @@ def _add_query(
             laid_out = result_context(result)
             shown = sources(index, laid_out)
         answer = llm.complete(answer_prompt(laid_out))
-        return {"question": result.query, "answer": answer, "model": describe_chat_model(model), "sent": shown}
+        return {
+            "question": result.query,
+            "answer": answer,
+            "model": describe_chat_model(model),
+            "sources": cited_sources(answer, shown),
+            "sent": shown,
+        }
 
 
 # -- the command ----------------------------------------------------------------------------------------------

@@ -141,7 +141,7 @@ class _Endpoint(BaseHTTPRequestHandler):
     """A stand-in OpenAI-compatible chat endpoint that records each prompt and answers with a fixed line."""
 
     prompts: list[str] = []
-    ANSWER = "Odric Pelham is linked to the flood through the harbour works [1]."
+    ANSWER = "Odric Pelham is linked to the flood through the harbour works [2][99]."
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -188,6 +188,8 @@ async def test_with_a_model_query_answers_from_the_context_retrieve_gives(demo_s
         answered = _data(await client.call_tool("query", {"question": QUESTION}))
         assert answered["answer"] == _Endpoint.ANSWER
         assert answered["sent"] == retrieved["sources"]
+        # the answer cites [2] and [99]: one source, the sent item numbered 2 (99 names nothing sent)
+        assert answered["sources"] == [item for item in answered["sent"] if item["number"] == 2]
         assert "stub-model" in answered["model"]
         assert len(_Endpoint.prompts) == 1  # one model call: the answer
         assert _Endpoint.prompts[0].startswith(retrieved["context"] + "\n\n")
