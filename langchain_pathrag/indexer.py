@@ -50,7 +50,7 @@ from pathrag.index.values import DeleteSummary
 from pathrag.llm.tokens import count_tokens
 from pathrag.sqlite import SQLiteVectorIndex, read_store_info, store_exists
 from pathrag.sqlite.legacy import legacy_files
-from pathrag.vectors.embedders import LazyEmbedder, embedder_name_of
+from pathrag.vectors.embedders import LazyEmbedder, ask_for_embedder_as, embedder_name_of
 
 from .adapters import LangChainEmbedder, LangChainLanguageModel, LangChainVectorIndex, PathRAGEmbeddings
 from .retrievers import PathRAGRetriever
@@ -257,7 +257,7 @@ class PathRAGIndexer:
             relation_index=indexes["relations"],
             chunk_index=indexes["chunks"],
         )
-        self.index.name_embedder_parameter("embeddings")  # the error of a store opened without them says so
+        ask_for_embedder_as(self.index.embedder, "embeddings")  # the error of a store opened without them says so
         if self.path is not None:
             self._finish_opening(self.path, moving)
 

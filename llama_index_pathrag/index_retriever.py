@@ -29,6 +29,7 @@ from llama_index.core.vector_stores.types import MetadataFilters
 from typing_extensions import override
 
 from pathrag import PathRAGIndex, RetrievalParams
+from pathrag.vectors.embedders import ask_for_embedder_as
 
 from .filters import to_pathrag_filter
 from .retriever import _check_top_k, _LlamaLanguageModel, _nodes
@@ -118,7 +119,7 @@ class PathRAGIndexRetriever(BaseRetriever):
             llm=_LlamaLanguageModel(llm) if llm is not None else None,
             embedder=_LlamaEmbedder(embed_model) if embed_model is not None else None,
         )
-        index.name_embedder_parameter("embed_model")  # what a query without it asks for
+        ask_for_embedder_as(index.embedder, "embed_model")  # what a query without it asks for
         try:
             return cls(index, **kwargs)
         except BaseException:

@@ -160,6 +160,9 @@ class PathRAGIndex:
         self.directory = backend.directory
         self._store = backend.store  # the store of a directory (None in memory)
         self._embedder = parts.embedder  # the embedder of the index's own vector indexes (if any)
+        self.embedder = parts.embedder
+        """The embedder of the index's own vector indexes (``None`` when all of them were given); for a store
+        opened without its embeddings, a :class:`pathrag.vectors.embedders.MissingEmbedder` that explains."""
         self.vector_indexes: dict[str, VectorIndex] = parts.vector_indexes
         self.graph = parts.graph
         self._owns_graph = parts.owns_graph
@@ -386,12 +389,6 @@ class PathRAGIndex:
         """The documents of the committed state being read, for :func:`pathrag.index.sources.finish` (call it
         inside :meth:`read_committed`): which documents claim a chunk, their metadata, the filters."""
         return committed_documents(self._records, self._store)
-
-    def name_embedder_parameter(self, parameter: str) -> None:
-        """Make the error of a store opened without its embeddings ask for ``parameter``, the opening API's
-        own name for them (an adapter's ``embeddings`` or ``embed_model``; the core's is ``embedder``)."""
-        if isinstance(self._embedder, MissingEmbedder):
-            self._embedder.parameter = parameter
 
     async def aread_committed(self, read: Callable[[GraphStore, Mapping[str, VectorIndex]], Awaitable[T]]) -> T:
         """``await read(graph, vector_indexes)`` on one committed state of the index, while writes go on.

@@ -105,3 +105,17 @@ class MissingEmbedder(LazyEmbedder):
             directory=self.directory,
             recorded=self.name,
         )
+
+
+def ask_for_embedder_as(embedder: Embedder | None, parameter: str) -> None:
+    """Make the error of a store opened without its embeddings ask for ``parameter``, the opening API's own
+    name for them (an adapter's ``embeddings`` or ``embed_model``; the core's is ``embedder``); any other
+    embedder is left alone.
+
+    >>> missing = MissingEmbedder("hashing-8", "kb")
+    >>> ask_for_embedder_as(missing, "embeddings")
+    >>> missing.parameter
+    'embeddings'
+    """
+    if isinstance(embedder, MissingEmbedder):
+        embedder.parameter = parameter
