@@ -46,6 +46,7 @@ import pathrag
 from pathrag import GraphStore, IndexConfig, InsertSummary, PathRAGIndex, VectorItem
 from pathrag.errors import MissingEmbedderError
 from pathrag.index.front import STATE_FILE
+from pathrag.index.extractors import Extractor
 from pathrag.index.values import DeleteSummary
 from pathrag.llm.tokens import count_tokens
 from pathrag.sqlite import SQLiteVectorIndex, read_store_info, store_exists
@@ -174,6 +175,8 @@ class PathRAGIndexer:
       :meth:`load`). The default vector indexes are then the store's own. Stores you pass in persist
       themselves. A directory of earlier versions (vectors in ``*.vectorstore.json``) is migrated on open.
     * ``config``: the core's :class:`pathrag.IndexConfig` (concurrency, retries, cache, gleaning...).
+    * ``extractor``: ``"llm"`` (``llm`` extracts), or ``"lexical"``: no model at all (see
+      :mod:`pathrag.index.extractors`); ``PathRAGIndexer(None, embeddings, extractor="lexical")`` indexes offline.
 
     Documents are indexed under :func:`document_id`; re-adding an unchanged one costs nothing, a
     changed one replaces its previous version. ``index`` is the underlying :class:`pathrag.PathRAGIndex`
@@ -195,6 +198,7 @@ class PathRAGIndexer:
         graph_store: GraphStore | None = None,
         text_splitter: TextSplitter | None = None,
         config: IndexConfig | None = None,
+        extractor: str | Extractor = "llm",
     ) -> None:
         given = {"entities": entity_store, "relations": relation_store, "chunks": chunk_store}
         # an existing store opens without embeddings: with the ones it records (see recorded_embedder)
@@ -232,6 +236,7 @@ class PathRAGIndexer:
             entity_index=indexes["entities"],
             relation_index=indexes["relations"],
             chunk_index=indexes["chunks"],
+            extractor=extractor,
         )
         if self.path is not None:
             try:

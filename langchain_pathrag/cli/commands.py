@@ -95,6 +95,13 @@ class Format(str, Enum):
     html = "html"
 
 
+class ExtractorKind(str, Enum):
+    """How ``pathrag index`` turns chunks into records (``--extractor``)."""
+
+    llm = "llm"
+    lexical = "lexical"
+
+
 # -- commands ----------------------------------------------------------------------------------------
 
 
@@ -127,6 +134,13 @@ def index(
     chunk_overlap: int = typer.Option(
         CHUNK_OVERLAP, "--chunk-overlap", help="Tokens shared by consecutive chunks (less than --chunk-size)."
     ),
+    extractor: ExtractorKind = typer.Option(
+        ExtractorKind.llm,
+        "--extractor",
+        help="How chunks become entities and relations: 'llm' asks the language model; 'lexical' needs no model "
+        "and no key (capitalised names, and the sentences naming two of them as relations). Indexing again "
+        "with the other one replaces a document's records.",
+    ),
 ) -> None:
     """Extract entities and relations from documents into the store (re-running skips unchanged files)."""
     if chunk_size < 1:
@@ -135,17 +149,19 @@ def index(
         raise CliError(
             f"--chunk-overlap must be at least 0 and less than --chunk-size ({chunk_size}), not {chunk_overlap}", code=2
         )
-    if replay is None and lazy_language_model(model) is None:  # no key: said before anything is read
-        raise CliError(f"indexing extracts entities with a language model: {NO_KEY}")
+    lexical = extractor is ExtractorKind.lexical
+    if not lexical and replay is None and lazy_language_model(model) is None:  # no key: said before reading
+        raise CliError(f"indexing extracts entities with a language model: {NO_KEY}, or add --extractor lexical")
     if embedding_model is not None:
         embedding_spec(embedding_model)  # an unknown provider: said before anything is read, too
     earlier: dict[str, str] = {}
     files = collect_files(paths, id_prefix=id_prefix, earlier_ids=earlier)
     # before the model and the core are loaded, and the files read (PDFs are slow): a first sign of life
     typer.echo(f"Reading {len(files):,} file{'s' * (len(files) != 1)}…", err=True)
-    llm = replay_llm(replay) or (language_model(chat) if (chat := chat_model(model)) else None)
-    if llm is None:
-        raise CliError(f"indexing extracts entities with a language model: {NO_KEY}")
+    # the lexical index asks no model for anything: it costs nothing, whatever key is set
+    llm = None if lexical else replay_llm(replay) or (language_model(chat) if (chat := chat_model(model)) else None)
+    if llm is None and not lexical:
+        raise CliError(f"indexing extracts entities with a language model: {NO_KEY}, or add --extractor lexical")
     docs = read_documents(files, chunk_size, chunk_overlap)
     from pathrag import IndexConfig
 
@@ -154,7 +170,9 @@ def index(
     config = IndexConfig(show_progress=True, lock_timeout=wait)
     if replay:  # a replay miss is not transient: no retries with back-off
         config = dataclasses.replace(config, max_attempts=1)
-    with opened(store, create=True, embedding_model=embedding_model, llm=llm, config=config) as idx:
+    with opened(
+        store, create=True, embedding_model=embedding_model, llm=llm, config=config, extractor=extractor.value
+    ) as idx:
         if id_prefix is None and earlier:
             docs = _keep_earlier_ids(idx, docs, earlier, store)
         try:
@@ -237,9 +255,7 @@ def _same_file(recorded: object, source: str) -> bool:
 def _interrupted(idx: PathRAGIndex, docs: list[Document], store: Path) -> str:
     """What an interrupted ``index`` kept: each chunk's extraction is saved the moment it arrives (as is every
     LLM answer), while the documents, graph and vectors are written in one final commit."""
-    from pathrag.ids import chunk_id
-
-    wanted = {chunk_id(text) for doc in docs for text in doc.chunk_texts()}
+    wanted = {idx.extractor.chunk_id(text) for doc in docs for text in doc.chunk_texts()}
     try:
         saved = sum(cid in idx.chunks for cid in wanted)
     except Exception:  # the store could not be read back: say what holds in any case

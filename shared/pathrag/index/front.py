@@ -79,7 +79,7 @@ from ..vectors.embedders import LazyEmbedder, MissingEmbedder, embedder_from_nam
 from ..vectors.items import aput_vectors, entity_vector_item, relation_vector_item
 from ..vectors.memory import InMemoryVectorIndex
 from .backend import IndexBackend, MemoryBackend, SQLiteBackend
-from .extraction import extract_records
+from .extractors import Extractor, as_extractor
 from .merging import relation_key
 from .rebuild import Rebuilt, Summariser, rebuild, sync_chunk_vectors
 from .records import ChunkRecord, DocumentRecord, cited
@@ -130,6 +130,13 @@ class PathRAGIndex:
     :class:`MissingEmbedderError` (a write before changing anything). Without a directory, or with one
     that holds no store yet, pass an embedder.
 
+    ``extractor`` turns chunks into records: ``"llm"`` (the default) asks ``llm``; ``"lexical"`` needs no model
+    at all (names and the sentences joining them, see :mod:`pathrag.index.lexical`), so with the
+    :class:`~pathrag.HashingEmbedder` a folder is indexed with no key and no network. One store holds both kinds:
+    indexing a document again with the other extractor replaces its records (see
+    :mod:`pathrag.index.extractors`). With ``llm`` given, the lexical index still asks it for description
+    summaries and query keywords.
+
     ``backend`` keeps the index somewhere else: an :class:`~pathrag.index.backend.IndexBackend` of your own
     (one class; :class:`pathrag.testing.IndexBackendContract` is its test suite). By default it is the
     SQLite store of ``directory``, or memory without one.
@@ -154,11 +161,13 @@ class PathRAGIndex:
         embedder_name: str | None = None,
         backend: IndexBackend | None = None,
         check_on_open: bool = True,
+        extractor: str | Extractor = "llm",
     ) -> None:
         if backend is not None and directory is not None:
             raise ValueError("pass a directory (the built-in SQLite store) or a backend, not both")
         self.config = config or IndexConfig()
         self.llm = as_language_model(llm) if llm is not None else None
+        self.extractor = as_extractor(extractor)
         given = {"entities": entity_index, "relations": relation_index, "chunks": chunk_index}
         recorded = embedder is None and any(v is None for v in given.values())  # the store's own embedder
         if backend is None:
@@ -679,8 +688,8 @@ class PathRAGIndex:
         unchanged = 0
         self.documents.prefetch(d.id or f"doc-{d.content_hash()}" for d in documents)  # type: ignore[attr-defined]
         for doc in documents:
-            content = doc.content_hash()
-            doc_id = doc.id or f"doc-{content}"
+            content = self.extractor.content_hash(doc)  # an extractor's name is in it: another one re-extracts
+            doc_id = doc.id or f"doc-{doc.content_hash()}"
             if given.setdefault(doc_id, content) != content:
                 raise ValueError(
                     f"document id {doc_id!r} appears twice in one insert with different texts: pass one version per id"
@@ -691,7 +700,7 @@ class PathRAGIndex:
             if doc_id in todo or (known and known.hash == content and not known.failed):
                 unchanged += 1
                 continue
-            todo[doc_id] = (doc, content, {chunk_id(t): t for t in doc.chunk_texts()})
+            todo[doc_id] = (doc, content, {self.extractor.chunk_id(t): t for t in doc.chunk_texts()})
         planned: dict[str, tuple[str, list[str]]] = {}
         for doc_id, (_, _, chunks) in todo.items():
             for cid, text in chunks.items():
@@ -751,8 +760,9 @@ class PathRAGIndex:
         self, planned: dict[str, tuple[str, list[str]]], run: OperationCalls, summary: InsertSummary
     ) -> set[str]:
         """Extract every planned chunk concurrently; journal each result as it lands."""
-        if planned and self.llm is None:
-            raise ValueError("this index has no llm, so it cannot extract new chunks")
+        if planned and self.llm is None and self.extractor.uses_llm:
+            raise ValueError("this index has no llm, so it cannot extract new chunks (or pass extractor='lexical')")
+        ask = (lambda prompt: self._ask(prompt, run)) if self.llm is not None else None
         failed: set[str] = set()
         shown = self.config.show_progress and bool(planned)  # no bar when every chunk is saved already
         progress = tqdm(total=len(planned), unit="chunk", desc="extracting", disable=not shown)
@@ -760,7 +770,7 @@ class PathRAGIndex:
 
         async def one(cid: str, text: str, doc_ids: list[str]) -> None:
             try:
-                done = await extract_records(text, lambda p: self._ask(p, run), self.config.extraction, chunk_id=cid)
+                done = await self.extractor.extract(text, cid, ask, self.config.extraction)
             except StoreDamaged:  # the store's file, not the chunk: no other chunk can be saved either
                 raise
             except Exception as exc:  # reported and skipped: one bad chunk must not sink the run
