@@ -45,8 +45,8 @@ from pydantic import ConfigDict, Field
 import pathrag
 from pathrag import GraphStore, IndexConfig, InsertSummary, PathRAGIndex, VectorItem
 from pathrag.errors import MissingEmbedderError
-from pathrag.index.front import STATE_FILE
 from pathrag.index.extractors import Extractor
+from pathrag.index.front import STATE_FILE
 from pathrag.index.values import DeleteSummary
 from pathrag.llm.tokens import count_tokens
 from pathrag.sqlite import SQLiteVectorIndex, read_store_info, store_exists

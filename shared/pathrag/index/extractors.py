@@ -63,6 +63,7 @@ class LLMExtractor(Extractor):
     name, uses_llm = "llm", True
 
     async def extract(self, text: str, chunk_id: str, ask: Ask | None, config: ExtractionConfig) -> ChunkExtraction:
+        """The model's records of the chunk (``ask`` is required)."""
         if ask is None:
             raise ValueError("this index has no llm, so it cannot extract new chunks (or pass extractor='lexical')")
         return await extract_records(text, ask, config, chunk_id=chunk_id)
@@ -74,6 +75,7 @@ class LexicalExtractor(Extractor):
     name, uses_llm = "lexical", False
 
     async def extract(self, text: str, chunk_id: str, ask: Ask | None, config: ExtractionConfig) -> ChunkExtraction:
+        """The lexical records of the chunk (``ask`` and ``config`` are not used)."""
         # the same per-chunk cap as a model's answer: a chunk of a million names keeps one per 10 characters
         return ChunkExtraction(answers=[], result=_combine([lexical_records(text, chunk_id)], max_records_for(text)))
 
