@@ -226,7 +226,11 @@ class PathRAGIndexer:
             check_on_open=not moving,
             graph=graph_store,
             config=config,
-            llm=LangChainLanguageModel(llm, config={"tags": [EXTRACTION_TAG], "run_name": "pathrag_extraction"})
+            llm=LangChainLanguageModel(
+                llm,
+                config={"tags": [EXTRACTION_TAG], "run_name": "pathrag_extraction"},
+                max_tokens=config.extraction.max_answer_tokens,
+            )
             if llm is not None
             else None,
             embedder=_core_embedder(embeddings)

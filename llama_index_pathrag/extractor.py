@@ -33,10 +33,13 @@ search, such as FalkorDB's, drop it with the node).
 Emitted entities are ``EntityNode`` (label = type, property ``description``) and relations ``Relation``
 (label ``RELATED_TO``; properties ``description``, ``keywords``, ``weight``, ``source_ids``).
 
-Model output is untrusted: malformed records are skipped (the parser never raises), and the records over a
-chunk's cap (:func:`pathrag.index.extraction.max_records_for`) are dropped; both are counted in the log and in the
-chunk's ``pathrag_extracted`` metadata (``skipped``, ``dropped``). A failing LLM call fails the whole call
-before anything is written (LlamaIndex LLM clients retry on their own).
+Model output is untrusted: malformed records are skipped (the parser never raises), records naming what their
+chunk never spells (a model parroting the prompt's examples, as ``MockLLM`` does) are dropped (see
+:mod:`pathrag.index.grounding`), and the records over a chunk's cap (:func:`pathrag.index.extraction.max_records_for`)
+are dropped; all are counted in the log and in the chunk's ``pathrag_extracted`` metadata (``skipped``,
+``ungrounded``, ``dropped``). Every call asks for at most ``config.max_answer_tokens`` tokens (``max_tokens``, for
+an LLM that has that setting). A failing LLM call fails the whole call before anything is written (LlamaIndex LLM
+clients retry on their own).
 """
 
 from __future__ import annotations
@@ -93,7 +96,8 @@ logger = logging.getLogger(__name__)
 #: Property of entities and relations: the records they are merged from, chunk by chunk (JSON).
 SOURCES_KEY = "pathrag_sources"
 #: Metadata of chunks: the entities and relations their records touched (JSON), and the malformed records
-#: ``skipped`` and the records over the per-chunk cap ``dropped`` when there were any.
+#: ``skipped``, the records naming what the chunk never spells ``ungrounded`` and the records over the per-chunk
+#: cap ``dropped`` when there were any.
 EXTRACTED_KEY = "pathrag_extracted"
 
 Key = tuple[str, str]
@@ -456,6 +460,8 @@ class PathRAGExtractor(TransformComponent):
         return nodes
 
     async def _ask(self, prompt: str) -> str:
+        if "max_tokens" in type(self.llm).model_fields:  # OpenAI, OpenAILike...: the output cap, per call
+            return (await self.llm.acomplete(prompt, max_tokens=self.config.max_answer_tokens)).text
         return (await self.llm.acomplete(prompt)).text
 
     async def _extract(self, node: BaseNode) -> ExtractionResult:
@@ -463,12 +469,14 @@ class PathRAGExtractor(TransformComponent):
         if not text.strip():
             return ExtractionResult()
         done = await extract_records(text, self._ask, self.config, chunk_id=node.node_id)
-        skipped, dropped = done.result.skipped, done.result.dropped
-        if skipped or dropped:  # (extract_records also warns of a dropped record, on pathrag.index.extraction)
+        skipped, dropped, ungrounded = done.result.skipped, done.result.dropped, done.result.ungrounded
+        if skipped or dropped or ungrounded:  # (extract_records also warns of dropped records)
             logger.info(
-                "chunk %s: %d malformed records skipped, %d records over the cap of %d per chunk dropped",
+                "chunk %s: %d malformed records skipped, %d naming what the chunk never spells and %d over the "
+                "cap of %d per chunk dropped",
                 node.node_id,
                 skipped,
+                ungrounded,
                 dropped,
                 max_records_for(text),
             )
@@ -498,7 +506,15 @@ class PathRAGExtractor(TransformComponent):
             for key, source in relations.items():
                 batch.relations.setdefault(key, []).append(source)
                 batch.home.setdefault(key, i)
-            counts = {k: n for k, n in (("skipped", result.skipped), ("dropped", result.dropped)) if n}
+            counts = {
+                k: n
+                for k, n in (
+                    ("skipped", result.skipped),
+                    ("ungrounded", result.ungrounded),
+                    ("dropped", result.dropped),
+                )
+                if n
+            }
             node.metadata[EXTRACTED_KEY] = json.dumps(
                 {"entities": sorted(entities), "relations": sorted(relations), **counts}, ensure_ascii=False
             )

@@ -63,7 +63,7 @@ from .rendering import (
 )
 
 if TYPE_CHECKING:
-    from pathrag import Document, PathRAGIndex, RetrievalParams, RetrievalResult
+    from pathrag import Document, InsertSummary, PathRAGIndex, RetrievalParams, RetrievalResult
 
 __all__ = ["Format", "app"]
 
@@ -158,8 +158,12 @@ def index(
     files = collect_files(paths, id_prefix=id_prefix, earlier_ids=earlier)
     # before the model and the core are loaded, and the files read (PDFs are slow): a first sign of life
     typer.echo(f"Reading {len(files):,} file{'s' * (len(files) != 1)}…", err=True)
+    from pathrag.index.extraction import DEFAULT_MAX_ANSWER_TOKENS as cap  # the output cap, sent with every call
+
     # the lexical index asks no model for anything: it costs nothing, whatever key is set
-    llm = None if lexical else replay_llm(replay) or (language_model(chat) if (chat := chat_model(model)) else None)
+    llm = (
+        None if lexical else replay_llm(replay) or (language_model(chat, cap) if (chat := chat_model(model)) else None)
+    )
     if llm is None and not lexical:
         raise CliError(f"indexing extracts entities with a language model: {NO_KEY}, or add --extractor lexical")
     docs = read_documents(files, chunk_size, chunk_overlap)
@@ -190,6 +194,7 @@ def index(
             ("chunks extracted", summary.chunks_extracted),
             ("entities touched", summary.entities),
             ("relations touched", summary.relations),
+            *_damaged_records(summary),
             ("LLM calls", summary.llm_calls),
             ("LLM cache hits", summary.cache_hits),
             ("tokens (prompt + completion)", f"{summary.tokens:,}{token_note()}"),
@@ -203,6 +208,18 @@ def index(
         )
     if summary.failures:
         raise CliError(f"{len(summary.failures)} chunk(s) failed; run the same command again to retry them")
+
+
+def _damaged_records(summary: InsertSummary) -> list[tuple[str, str]]:
+    """The report row of the model's records not kept, by reason (one row, ``0`` when every record was kept)."""
+    reasons = [
+        (summary.records_skipped, "malformed"),
+        (summary.records_ungrounded, "naming what their chunk never spells"),
+        (summary.records_dropped, "over the per-chunk cap"),
+    ]
+    total = sum(n for n, _ in reasons)
+    shown = f"{total:,} (" + ", ".join(f"{n:,} {why}" for n, why in reasons if n) + ")" if total else "0"
+    return [("records not kept", shown)]
 
 
 def _some(ids: list[str], shown: int = 3) -> str:

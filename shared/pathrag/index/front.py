@@ -786,6 +786,8 @@ class PathRAGIndex:
                 )
                 summary.chunks_extracted += 1
                 summary.records_dropped += done.result.dropped
+                summary.records_skipped += done.result.skipped
+                summary.records_ungrounded += done.result.ungrounded
                 counts["entities"] += len(done.result.entities)
                 counts["relations"] += len(done.result.relations)
             progress.update(1)

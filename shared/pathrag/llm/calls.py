@@ -12,11 +12,12 @@ import asyncio
 import functools
 from typing import Protocol
 
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from ..ids import digest
 from ..names import replace_surrogates
 from .client import LanguageModel
+from .overflow import is_context_overflow
 from .tokens import TokenCounter, count_tokens
 
 __all__ = ["AnswerCache", "LLMCaller", "OperationCalls", "cache_key"]
@@ -87,7 +88,8 @@ class LLMCaller:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_attempts),
             wait=wait_random_exponential(multiplier=self.retry_initial_wait, max=self.retry_max_wait),
-            retry=retry_if_exception_type(Exception),
+            # a prompt too long for the model's window gets the same answer every time: not retried
+            retry=retry_if_exception(lambda exc: isinstance(exc, Exception) and not is_context_overflow(exc)),
             reraise=True,
         )
         async for attempt in retrying:
