@@ -7,8 +7,8 @@ them, and counts them, by this rule:
 
 * A name **occurs** in a chunk when, both compared case-insensitively (Unicode case folding, compatibility
   forms such as full-width letters made plain), the whole name appears in the text, or at least half of the
-  name's words do (rounded up; a word is a run of letters or digits, function words such as "the" or "of"
-  do not count unless the name has no other word). A word appears when the text holds a word starting
+  name's words do (rounded up; a word is a run of letters or digits; function words such as "the" or "of"
+  and single letters do not count unless the name has no other word). A word appears when the text holds a word starting
   with it ("Guild" in "Guilds", "Voss" in "Voss's"), or for a script written without spaces (Chinese,
   Japanese, Thai), anywhere in the text. So "Marrow Estuary" occurs in "the estuary of the Marrow", and
   "the United States" does not occur in "the US" (a model's expansion of an abbreviation is lost with the
@@ -76,7 +76,8 @@ class ChunkWords:
 def _name_words(name: str) -> tuple[str, tuple[str, ...]]:
     folded = " ".join(_fold(name).split())
     words = _WORD.findall(folded)
-    content = [w for w in words if w not in FUNCTION_WORDS]
+    # a letter alone ("s" of a possessive, an initial) says nothing: it starts some word of any text
+    content = [w for w in words if w not in FUNCTION_WORDS and (len(w) > 1 or not w.isascii())]
     return folded, tuple(content or words)
 
 
