@@ -141,6 +141,12 @@ def index(
         "and no key (capitalised names, and the sentences naming two of them as relations). Indexing again "
         "with the other one replaces a document's records.",
     ),
+    estimate: bool = typer.Option(
+        False,
+        "--estimate",
+        help="Print the model calls and tokens indexing would spend (new and changed documents only), "
+        "without calling a model or writing anything.",
+    ),
 ) -> None:
     """Extract entities and relations from documents into the store (re-running skips unchanged files)."""
     if chunk_size < 1:
@@ -150,7 +156,7 @@ def index(
             f"--chunk-overlap must be at least 0 and less than --chunk-size ({chunk_size}), not {chunk_overlap}", code=2
         )
     lexical = extractor is ExtractorKind.lexical
-    if not lexical and replay is None and lazy_language_model(model) is None:  # no key: said before reading
+    if not (lexical or estimate) and replay is None and lazy_language_model(model) is None:  # said before reading
         raise CliError(f"indexing extracts entities with a language model: {NO_KEY}, or add --extractor lexical")
     if embedding_model is not None:
         embedding_spec(embedding_model)  # an unknown provider: said before anything is read, too
@@ -158,6 +164,15 @@ def index(
     files = collect_files(paths, id_prefix=id_prefix, earlier_ids=earlier)
     # before the model and the core are loaded, and the files read (PDFs are slow): a first sign of life
     typer.echo(f"Reading {len(files):,} file{'s' * (len(files) != 1)}…", err=True)
+    if estimate:
+        from .estimate import print_estimate
+
+        docs = read_documents(files, chunk_size, chunk_overlap)
+        keep = (
+            (lambda idx, docs: _keep_earlier_ids(idx, docs, earlier, store)) if id_prefix is None and earlier else None
+        )
+        print_estimate(store, docs, extractor.value, keep)
+        return
     from pathrag.index.extraction import DEFAULT_MAX_ANSWER_TOKENS as cap  # the output cap, sent with every call
 
     # the lexical index asks no model for anything: it costs nothing, whatever key is set
@@ -198,6 +213,7 @@ def index(
             ("LLM calls", summary.llm_calls),
             ("LLM cache hits", summary.cache_hits),
             ("tokens (prompt + completion)", f"{summary.tokens:,}{token_note()}"),
+            ("tokens per document", f"{summary.tokens / summary.documents:,.0f}" if summary.documents else "0"),
             holdings(stats),
         ],
     )

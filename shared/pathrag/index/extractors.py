@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from ..ids import chunk_id, digest
+from ..llm.tokens import TokenCounter
+from .estimate import ChunkCost, chunk_cost
 from .extraction import ChunkExtraction, ExtractionConfig, _combine, extract_records, max_records_for
 from .lexical import lexical_records
 from .values import Document
@@ -53,6 +55,10 @@ class Extractor:
         """The records of one chunk (``ask``: the index's model behind its cache, ``None`` without one)."""
         raise NotImplementedError
 
+    def cost(self, text: str, config: ExtractionConfig, token_counter: TokenCounter | None = None) -> ChunkCost:
+        """The estimated cost of extracting a chunk of ``text`` (see :mod:`pathrag.index.estimate`); none by default."""
+        return ChunkCost()
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
@@ -67,6 +73,10 @@ class LLMExtractor(Extractor):
         if ask is None:
             raise ValueError("this index has no llm, so it cannot extract new chunks (or pass extractor='lexical')")
         return await extract_records(text, ask, config, chunk_id=chunk_id)
+
+    def cost(self, text: str, config: ExtractionConfig, token_counter: TokenCounter | None = None) -> ChunkCost:
+        """The model's calls and tokens for the chunk, estimated (:func:`pathrag.index.estimate.chunk_cost`)."""
+        return chunk_cost(text, config, token_counter)
 
 
 class LexicalExtractor(Extractor):

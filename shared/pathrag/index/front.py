@@ -79,6 +79,7 @@ from ..vectors.embedders import LazyEmbedder, MissingEmbedder, embedder_from_nam
 from ..vectors.items import aput_vectors, entity_vector_item, relation_vector_item
 from ..vectors.memory import InMemoryVectorIndex
 from .backend import IndexBackend, MemoryBackend, SQLiteBackend
+from .estimate import IndexEstimate
 from .extractors import Extractor, as_extractor
 from .merging import relation_key
 from .rebuild import Rebuilt, Summariser, rebuild, sync_chunk_vectors
@@ -370,6 +371,28 @@ class PathRAGIndex:
     def insert(self, documents: Iterable[Document | str]) -> InsertSummary:
         """Sync twin of :meth:`ainsert` (safe to call from inside a running event loop)."""
         return run_sync(self.ainsert(documents))
+
+    def estimate(self, documents: Iterable[Document | str]) -> IndexEstimate:
+        """What :meth:`insert` of ``documents`` would cost: calls and tokens, with no model call and no write
+        (see :mod:`pathrag.index.estimate`; unchanged documents and chunks extracted already cost nothing).
+
+        >>> from pathrag import HashingEmbedder
+        >>> index = PathRAGIndex(embedder=HashingEmbedder(64))
+        >>> cost = index.estimate(["Mara Quill sails the Gull to Saltmere."])
+        >>> cost.chunks_to_extract, cost.calls, cost.max_calls
+        (1, 1, 2)
+        """
+        estimate = IndexEstimate(extractor=self.extractor.name)
+        seen: dict[str, str] = {}
+        self._backend.refresh()
+        for batch in _batches(iter_documents(documents), INSERT_BATCH):
+            todo, unchanged, planned, missing = self._plan_insert(batch, set(), seen)
+            estimate.documents += len(todo)
+            estimate.unchanged += unchanged
+            estimate.chunks += len(planned)
+            for cid in missing:
+                estimate.add(self.extractor.cost(planned[cid][0], self.config.extraction, self.config.token_counter))
+        return estimate
 
     async def adelete(self, document_ids: Iterable[str]) -> DeleteSummary:
         """Remove documents; what only they supported disappears, the rest is rebuilt without an LLM
