@@ -3,7 +3,8 @@
 For tests and benchmarks that must run a real client (``ChatOpenAI``, the ``openai`` package, ``pathrag
 index`` with ``OPENAI_BASE_URL``) with no network and no key: :class:`OpenAIStub` serves
 ``POST /v1/chat/completions``, answers each prompt with ``answer(prompt, max_tokens)``, reports usage the way
-a server does (prompt and completion tokens, counted with :func:`pathrag.llm.tokens.count_tokens`) and keeps
+a server does (prompt and completion tokens, counted with ``token_counter``, by default
+:func:`pathrag.llm.tokens.count_tokens`) and keeps
 each call in :attr:`OpenAIStub.calls`. An answer may be a :class:`StubError` to refuse the call with an HTTP
 status and message (a context-window overflow is HTTP 400 with a message about the context).
 
@@ -25,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-from ..llm.tokens import count_tokens
+from ..llm.tokens import TokenCounter, count_tokens
 
 __all__ = ["OpenAIStub", "StubCall", "StubError"]
 
@@ -59,8 +60,9 @@ class OpenAIStub:
 
     Use it as a context manager (started on entry, stopped on exit); :attr:`url` is the ``base_url``."""
 
-    def __init__(self, answer: Answer) -> None:
+    def __init__(self, answer: Answer, *, token_counter: TokenCounter | None = None) -> None:
         self.answer = answer
+        self.token_counter = token_counter
         self.calls: list[StubCall] = []
         self._lock = threading.Lock()
         stub = self
@@ -86,13 +88,13 @@ class OpenAIStub:
         prompt = "\n".join(str(m.get("content") or "") for m in messages if isinstance(m, dict))
         cap = body.get("max_completion_tokens") or body.get("max_tokens")
         answer = self.answer(prompt, cap if isinstance(cap, int) else None)
-        prompt_tokens = count_tokens(prompt)
+        prompt_tokens = count_tokens(prompt, self.token_counter)
         if isinstance(answer, StubError):
             status = answer.status
             reply: dict[str, Any] = {"error": {"message": answer.message, "type": answer.code, "code": answer.code}}
             completion_tokens = 0
         else:
-            status, completion_tokens = 200, count_tokens(answer)
+            status, completion_tokens = 200, count_tokens(answer, self.token_counter)
             reply = {
                 "id": "stub",
                 "object": "chat.completion",
