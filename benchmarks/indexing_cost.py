@@ -45,18 +45,25 @@ SETTINGS = ("paper", "paper-no-gleaning", "lexical")
 
 
 def passages(data: Path, limit: int | None) -> list[str]:
-    """The corpus's passages as ``title\\ntext`` (the first ``limit``)."""
-    rows = json.loads((data / "corpus.json").read_text(encoding="utf-8"))
-    return [f"{row['title']}\n{row['text']}" for row in rows][:limit]
+    """The corpus's passages as ``title\\ntext`` (the first ``limit``): from ``corpus.json``, else the OpenIE file."""
+    if (data / "corpus.json").exists():
+        rows = json.loads((data / "corpus.json").read_text(encoding="utf-8"))
+        return [f"{row['title']}\n{row['text']}" for row in rows][:limit]
+    docs = json.loads(_openie_file(data).read_text(encoding="utf-8"))["docs"]
+    return [doc.get("passage") or f"{doc['title']}\n{doc['text']}" for doc in docs][:limit]
+
+
+def _openie_file(data: Path) -> Path:
+    found = sorted(data.glob("openie*.json"))
+    if not found:
+        raise SystemExit(f"{data} has no openie*.json file")
+    return found[0]
 
 
 def openie_answers(data: Path) -> dict[str, str]:
     """Passage text -> a stand-in extraction answer: its OpenIE entities and triples as records."""
-    found = sorted(data.glob("openie*.json"))
-    if not found:
-        raise SystemExit(f"{data} has no openie*.json file")
     answers: dict[str, str] = {}
-    for doc in json.loads(found[0].read_text(encoding="utf-8"))["docs"]:
+    for doc in json.loads(_openie_file(data).read_text(encoding="utf-8"))["docs"]:
         text = doc.get("passage") or f"{doc['title']}\n{doc['text']}"
         triples = [t for t in doc.get("extracted_triples") or [] if isinstance(t, list) and len(t) == 3]
         records = []
@@ -173,7 +180,7 @@ def format_table(rows: Sequence[Row], counter: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--data", type=Path, required=True, help="folder with corpus.json and openie*.json")
+    parser.add_argument("--data", type=Path, required=True, help="folder with openie*.json (and corpus.json)")
     parser.add_argument("--settings", default=",".join(SETTINGS), help=f"comma-separated, from {', '.join(SETTINGS)}")
     parser.add_argument("--limit", type=int, default=None, help="only the first N passages")
     parser.add_argument("--url", default=None, help="a real OpenAI-compatible endpoint instead of the stand-in")
