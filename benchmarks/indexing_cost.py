@@ -101,10 +101,14 @@ def token_counter() -> tuple[TokenCounter, str]:
         import llama_index.core
         import tiktoken
 
-        os.environ.setdefault(
-            "TIKTOKEN_CACHE_DIR", str(Path(llama_index.core.__file__).parent / "_static/tiktoken_cache")
-        )
-        encoding = tiktoken.get_encoding("cl100k_base")
+        shipped = Path(llama_index.core.__file__).parent / "_static" / "tiktoken_cache"
+        before = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = before or str(shipped)
+        try:
+            encoding = tiktoken.get_encoding("cl100k_base")
+        finally:  # the environment as it was
+            if before is None:
+                del os.environ["TIKTOKEN_CACHE_DIR"]
     except Exception:  # no LlamaIndex, or no copy: the approximation
         return counter, "the core's approximation (tiktoken offline)"
     return (lambda text: len(encoding.encode(text, disallowed_special=()))), "tiktoken cl100k_base (o200k_base offline)"
