@@ -7,6 +7,7 @@ document, one chunk each) are indexed through a recording OpenAI-compatible endp
 
 * ``paper``: the default prompt (the paper's records, few-shot examples) and one gleaning round;
 * ``paper-no-gleaning``: the same prompt, no gleaning;
+* ``compact``: the compact prompt (:mod:`pathrag.index.compact`: no examples, one record per line, one call);
 * ``lexical``: the lexical extractor (no model at all).
 
 The endpoint reports usage as a server does and records every call; each prompt's tokens are exact (the core's
@@ -41,7 +42,7 @@ from pathrag.index.extraction import ExtractionConfig
 from pathrag.llm.tokens import TokenCounter, approximate_token_count, default_token_counter
 from pathrag.testing.openai_stub import OpenAIStub
 
-SETTINGS = ("paper", "paper-no-gleaning", "lexical")
+SETTINGS = ("paper", "paper-no-gleaning", "compact", "lexical")
 
 
 def passages(data: Path, limit: int | None) -> list[str]:
@@ -60,19 +61,22 @@ def _openie_file(data: Path) -> Path:
     return found[0]
 
 
-def openie_answers(data: Path) -> dict[str, str]:
-    """Passage text -> a stand-in extraction answer: its OpenIE entities and triples as records."""
-    answers: dict[str, str] = {}
+def openie_answers(data: Path) -> dict[str, tuple[str, str]]:
+    """Passage text -> stand-in extraction answers (the paper's format, the compact one): its OpenIE entities and
+    triples as records."""
+    answers: dict[str, tuple[str, str]] = {}
     for doc in json.loads(_openie_file(data).read_text(encoding="utf-8"))["docs"]:
         text = doc.get("passage") or f"{doc['title']}\n{doc['text']}"
         triples = [t for t in doc.get("extracted_triples") or [] if isinstance(t, list) and len(t) == 3]
-        records = []
+        records, lines = [], []
         for name in doc.get("extracted_entities") or []:
             about = next((" ".join(map(str, t)) for t in triples if name in (t[0], t[2])), name)
             records.append(f'("entity"<|>{name}<|>concept<|>{about}.)')
+            lines.append(f"E|{name}|concept|{about}.")
         for s, p, o in triples:
             records.append(f'("relationship"<|>{s}<|>{o}<|>{s} {p} {o}.<|>{p}<|>5)')
-        answers[" ".join(text.split())] = "##\n".join(records) + "<|COMPLETE|>"
+            lines.append(f"R|{s}|{o}|{p}|{s} {p} {o}.")
+        answers[" ".join(text.split())] = ("##\n".join(records) + "<|COMPLETE|>", "\n".join([*lines, "END"]))
     return answers
 
 
@@ -115,7 +119,12 @@ def token_counter() -> tuple[TokenCounter, str]:
 
 
 def run_setting(
-    setting: str, texts: Sequence[str], answers: dict[str, str], url: str | None, model: str, counter: TokenCounter
+    setting: str,
+    texts: Sequence[str],
+    answers: dict[str, tuple[str, str]],
+    url: str | None,
+    model: str,
+    counter: TokenCounter,
 ) -> Row:
     """Index ``texts`` with one setting; the calls and tokens it spent."""
     from langchain_openai import ChatOpenAI
@@ -133,16 +142,18 @@ def run_setting(
         if "\nText:\n" not in prompt:  # a description summary
             return "A merged description."
         text = prompt.rsplit("\nText:\n", 1)[1].rsplit("\nOutput:\n", 1)[0]  # the last text: the examples' come first
-        return answers.get(" ".join(text.split()), "<|COMPLETE|>")
+        paper, compact = answers.get(" ".join(text.split()), ("<|COMPLETE|>", "END"))
+        return compact if setting == "compact" else paper
 
     started = time.perf_counter()
     embeddings = PathRAGEmbeddings(HashingEmbedder())
+    extractor = "compact" if setting == "compact" else "llm"
     if setting == "lexical":
         summary = PathRAGIndexer(None, embeddings, config=config, extractor="lexical").index.insert(docs)
         return Row(setting, len(texts), mean, summary.llm_calls, 0, 0, time.perf_counter() - started)
     if url is not None:
         chat = ChatOpenAI(model=model, base_url=url, api_key=os.environ.get("OPENAI_API_KEY") or "none")  # type: ignore[arg-type]
-        summary = PathRAGIndexer(chat, embeddings, config=config).index.insert(docs)
+        summary = PathRAGIndexer(chat, embeddings, config=config, extractor=extractor).index.insert(docs)
         return Row(
             setting,
             len(texts),
@@ -154,7 +165,7 @@ def run_setting(
         )
     with OpenAIStub(answer, token_counter=counter) as stub:
         chat = ChatOpenAI(model="stub", base_url=stub.url, api_key="sk-stub", max_retries=0)  # type: ignore[arg-type]
-        PathRAGIndexer(chat, embeddings, config=config).index.insert(docs)
+        PathRAGIndexer(chat, embeddings, config=config, extractor=extractor).index.insert(docs)
     return Row(
         setting,
         len(texts),

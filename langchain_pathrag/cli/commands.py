@@ -99,6 +99,7 @@ class ExtractorKind(str, Enum):
     """How ``pathrag index`` turns chunks into records (``--extractor``)."""
 
     llm = "llm"
+    compact = "compact"
     lexical = "lexical"
 
 
@@ -137,9 +138,10 @@ def index(
     extractor: ExtractorKind = typer.Option(
         ExtractorKind.llm,
         "--extractor",
-        help="How chunks become entities and relations: 'llm' asks the language model; 'lexical' needs no model "
-        "and no key (capitalised names, and the sentences naming two of them as relations). Indexing again "
-        "with the other one replaces a document's records.",
+        help="How chunks become entities and relations: 'llm' asks the language model with the paper's prompt "
+        "(few-shot examples, a gleaning round); 'compact' with a short prompt, one call per chunk (about a "
+        "quarter of the tokens); 'lexical' needs no model and no key (capitalised names, and the sentences "
+        "naming two of them as relations). Indexing again with another one replaces a document's records.",
     ),
     estimate: bool = typer.Option(
         False,

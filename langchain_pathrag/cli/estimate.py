@@ -47,16 +47,16 @@ def print_estimate(
         ("documents unchanged", estimate.unchanged),
         ("chunks", estimate.chunks),
         ("chunks to extract", estimate.chunks_to_extract),
-        ("LLM calls", calls if extractor == "llm" else "0 (the lexical extractor calls no model)"),
+        ("LLM calls", calls if extractor != "lexical" else "0 (the lexical extractor calls no model)"),
     ]
-    if extractor == "llm":
+    if extractor != "lexical":
         rows += [
             ("prompt tokens", f"about {estimate.prompt_tokens:,}{token_note()}"),
             ("completion tokens", f"about {estimate.completion_tokens:,} (answers estimated)"),
             ("tokens per document", f"about {estimate.tokens_per_document:,.0f}"),
         ]
     report(f"Estimate for {store} (no model called, nothing written):", rows)
-    if extractor == "llm" and estimate.chunks_to_extract:
+    if extractor != "lexical" and estimate.chunks_to_extract:
         print(
             "  the most calls are counted (each gleaning round run); not counted: answers cached in the store, and "
             "the description summaries of names met in many chunks"

@@ -69,7 +69,7 @@ def test_an_index_with_neither_model_nor_lexical_extractor_says_what_to_pass() -
     index = PathRAGIndex(embedder=HashingEmbedder())
     with pytest.raises(ValueError, match="extractor='lexical'"):
         index.insert(["Mara Quill sails to Saltmere."])
-    with pytest.raises(ValueError, match="extractor must be one of 'llm', 'lexical'"):
+    with pytest.raises(ValueError, match="extractor must be one of 'llm', 'compact', 'lexical'"):
         PathRAGIndex(embedder=HashingEmbedder(), extractor="spacy")
     assert isinstance(as_extractor(LexicalExtractor()), LexicalExtractor)
 

@@ -301,6 +301,7 @@ def test_the_indexing_cost_benchmark_counts_calls_and_tokens_per_setting(tmp_pat
         pytest_socket.disable_socket(allow_unix_socket=True)
     rows = {r["setting"]: r for r in json.loads((tmp_path / "cost.json").read_text())}
     assert set(rows) == set(cost.SETTINGS)
-    assert [rows[s]["calls"] for s in cost.SETTINGS] == [10, 5, 0]  # extraction and a gleaning; one; none
+    assert [rows[s]["calls"] for s in cost.SETTINGS] == [10, 5, 5, 0]  # extraction and a gleaning; one; one; none
+    assert rows["compact"]["prompt_tokens"] < rows["paper-no-gleaning"]["prompt_tokens"] / 3
     assert rows["paper"]["prompt_tokens"] > 2 * rows["paper-no-gleaning"]["prompt_tokens"] > 0
     assert rows["paper"]["completion_tokens"] > 0 and rows["lexical"]["prompt_tokens"] == 0

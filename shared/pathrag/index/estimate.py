@@ -35,6 +35,10 @@ ANSWER_TOKENS_PER_TEXT_TOKEN = 3.0
 run 3 to 3.5 times as long as the chunk (descriptions restate the text); the issue's 30 encyclopedia
 paragraphs, about 3 with both calls."""
 
+COMPACT_ANSWER_TOKENS_PER_TEXT_TOKEN = 1.5
+"""The same for the compact prompt's answers (:mod:`pathrag.index.compact`): assumed half the default prompt's
+(one line per record, descriptions of at most 25 words), not yet measured with a real model."""
+
 GLEANING_ANSWER_SHARE = 0.2
 """A gleaning round's answer, as a share of the first answer, for the estimate."""
 

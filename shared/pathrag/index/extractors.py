@@ -22,13 +22,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from ..ids import chunk_id, digest
-from ..llm.tokens import TokenCounter
-from .estimate import ChunkCost, chunk_cost
+from ..llm.tokens import TokenCounter, count_tokens
+from .compact import build_compact_prompt, extract_compact
+from .estimate import COMPACT_ANSWER_TOKENS_PER_TEXT_TOKEN, ChunkCost, chunk_cost
 from .extraction import ChunkExtraction, ExtractionConfig, _combine, extract_records, max_records_for
 from .lexical import lexical_records
 from .values import Document
 
-__all__ = ["EXTRACTORS", "Extractor", "LLMExtractor", "LexicalExtractor", "as_extractor"]
+__all__ = ["EXTRACTORS", "CompactExtractor", "Extractor", "LLMExtractor", "LexicalExtractor", "as_extractor"]
 
 Ask = Callable[[str], Awaitable[str]]
 
@@ -90,7 +91,25 @@ class LexicalExtractor(Extractor):
         return ChunkExtraction(answers=[], result=_combine([lexical_records(text, chunk_id)], max_records_for(text)))
 
 
-EXTRACTORS: dict[str, type[Extractor]] = {"llm": LLMExtractor, "lexical": LexicalExtractor}
+class CompactExtractor(Extractor):
+    """The compact prompt (:mod:`pathrag.index.compact`): one short call per chunk, one record per line."""
+
+    name, uses_llm = "compact", True
+
+    async def extract(self, text: str, chunk_id: str, ask: Ask | None, config: ExtractionConfig) -> ChunkExtraction:
+        """The model's records of the chunk by the compact prompt (``ask`` is required)."""
+        if ask is None:
+            raise ValueError("this index has no llm, so it cannot extract new chunks (or pass extractor='lexical')")
+        return await extract_compact(text, ask, config, chunk_id=chunk_id)
+
+    def cost(self, text: str, config: ExtractionConfig, token_counter: TokenCounter | None = None) -> ChunkCost:
+        """One call: the prompt counted exactly, the answer estimated (see :mod:`pathrag.index.estimate`)."""
+        prompt = count_tokens(build_compact_prompt(text, config), token_counter)
+        answer = round(COMPACT_ANSWER_TOKENS_PER_TEXT_TOKEN * count_tokens(text, token_counter))
+        return ChunkCost(1, 1, prompt, min(answer, config.max_answer_tokens))
+
+
+EXTRACTORS: dict[str, type[Extractor]] = {"llm": LLMExtractor, "compact": CompactExtractor, "lexical": LexicalExtractor}
 """The extractors known by name (``extractor="lexical"``)."""
 
 
@@ -102,7 +121,7 @@ def as_extractor(extractor: str | Extractor) -> Extractor:
     >>> as_extractor("spacy")
     Traceback (most recent call last):
     ...
-    ValueError: extractor must be one of 'llm', 'lexical' (or an Extractor), not 'spacy'
+    ValueError: extractor must be one of 'llm', 'compact', 'lexical' (or an Extractor), not 'spacy'
     """
     if isinstance(extractor, Extractor):
         return extractor
