@@ -142,3 +142,21 @@ def test_pathrag_index_extractor_lexical_needs_no_key(tmp_path: Path) -> None:
     assert rows["documents replaced"].startswith("6 ")
     without = run("index", CORPUS, "--store", tmp_path / "other")
     assert without.exit_code == 1 and "--extractor lexical" in without.stderr
+
+
+def test_the_llama_index_extractor_works_lexically_without_any_llm(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llama_index.core import Settings
+    from llama_index.core.graph_stores.types import KG_NODES_KEY
+    from llama_index.core.schema import TextNode
+
+    from llama_index_pathrag import PathRAGExtractor
+
+    def no_default(*args: object) -> None:
+        raise AssertionError("the lexical extractor resolved Settings.llm")
+
+    monkeypatch.setattr(type(Settings), "llm", property(no_default))
+    node = TextNode(text="Mara Quill sails the Gull from Saltmere.", id_="chunk-1")
+    PathRAGExtractor(extractor="lexical")([node])
+    assert {n.name for n in node.metadata[KG_NODES_KEY]} == {"MARA QUILL", "GULL", "SALTMERE"}
+    with pytest.raises(ValueError, match="extractor must be one of"):
+        PathRAGExtractor(extractor="spacy")
