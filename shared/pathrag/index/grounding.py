@@ -34,7 +34,7 @@ from bisect import bisect_left
 from dataclasses import replace
 from functools import lru_cache
 
-from ..names import FUNCTION_WORDS
+from ..names import FUNCTION_WORDS, _visible
 from .extraction import ExtractionResult
 
 __all__ = ["PLACEHOLDER_NAMES", "ChunkWords", "ground", "name_occurs"]
@@ -61,7 +61,8 @@ class ChunkWords:
     """A chunk's text, folded once, to test many names against (see :func:`name_occurs`)."""
 
     def __init__(self, text: str) -> None:
-        self.text = " ".join(_fold(text).split())
+        # without the control and zero-width characters names lose too ("Tide\x01Board" is TIDEBOARD)
+        self.text = " ".join(_fold(_visible(text)).split())
         self.words = sorted(set(_WORD.findall(self.text)))
 
     def has_word(self, word: str) -> bool:
