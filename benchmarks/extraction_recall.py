@@ -70,7 +70,10 @@ def run_setting(setting: str, rows: Sequence[tuple[str, set[str]]], url: str, mo
     for i, (text, wanted) in enumerate(rows):
         cid = index.documents[f"p{i}"].chunks[0] if f"p{i}" in index.documents else None
         chunk = index.chunks.get(cid) if cid else None
-        names = {e["name"] for e in chunk.entities} if chunk is not None else set()
+        names: set[str] = set()
+        if chunk is not None:  # the graph's names: entity records and the relations' ends (the index adds those)
+            names = {e["name"] for e in chunk.entities}
+            names |= {n for r in chunk.relations for n in (r["source"], r["target"])}
         words = ChunkWords(text)
         foreign += sum(not name_occurs(n, words) for n in names)
         for name in wanted:
