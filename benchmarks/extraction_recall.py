@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex
 from pathrag.index.extraction import ExtractionConfig
 from pathrag.index.grounding import ChunkWords, name_occurs
@@ -58,7 +60,9 @@ def run_setting(setting: str, rows: Sequence[tuple[str, set[str]]], url: str, mo
 
     gleaning = 1 if setting == "paper" else 0
     config = IndexConfig(extraction=ExtractionConfig(max_gleaning=gleaning), max_concurrency=1, max_attempts=1)
-    chat = ChatOpenAI(model=model, base_url=url, api_key="sk-local", temperature=0, timeout=600)  # type: ignore[arg-type]
+    # a client of its own: langchain-openai shares one per URL, bound to the event loop of the first insert
+    client = httpx.AsyncClient(timeout=600)
+    chat = ChatOpenAI(model=model, base_url=url, api_key="sk-local", temperature=0, http_async_client=client)  # type: ignore[arg-type]
     llm = LangChainLanguageModel(chat, max_tokens=config.extraction.max_answer_tokens)
     extractor = "compact" if setting == "compact" else "llm"
     index = PathRAGIndex(llm=llm, embedder=HashingEmbedder(), config=config, extractor=extractor)

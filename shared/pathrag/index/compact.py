@@ -10,10 +10,10 @@ instead of tuples, which also shortens the answer (no quotes, brackets or three-
     END
 
 Its one short example (three records of a made-up sentence) shows a weak model the shape of a line; a model
-copying it adds nothing, since the records of names a chunk never spells are dropped. There is no gleaning round: the second call
-of the paper's recipe costs more than the first (it sends the first answer back), and in the demo's recorded
-answers it found new records for 2 of 6 chunks, 3 records each against 34 to 60 in the first
-answers. :class:`pathrag.PathRAGIndex` takes it with ``extractor="compact"``.
+copying it adds nothing, since the records of names a chunk never spells are dropped. There is no gleaning
+round: the second call of the paper's recipe costs more than the first (it sends the first answer back), and
+in the demo's recorded answers it found new records for 2 of 6 chunks, 3 records each against 34 to 60 in the
+first answers. :class:`pathrag.PathRAGIndex` takes it with ``extractor="compact"``.
 
 Parsing (:func:`parse_compact`) never raises: a line starting with ``E`` or ``R`` (also ``entity``,
 ``relation``, ``relationship``; bullets, numbers and code fences are ignored) and the ``|`` delimiter is a
