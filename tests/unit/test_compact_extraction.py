@@ -140,3 +140,11 @@ def test_pathrag_index_extractor_compact_through_an_openai_compatible_endpoint(
     rows = dict(re.findall(r"^  (\S.*?\S)  +(\S.*)$", result.stdout, re.M))
     assert (rows["LLM calls"], rows["records not kept"]) == ("1", "0")
     assert [c.max_tokens for c in stub.calls] == [DEFAULT_MAX_ANSWER_TOKENS]
+
+
+def test_a_relation_line_without_keywords_is_kept() -> None:
+    result = parse_compact("R|Mara Quill|Saltmere|Mara sails from Saltmere.\nR|Mara Quill|Saltmere\nEND")
+    assert [(r.pair, r.keywords, r.description) for r in result.relations] == [
+        (("MARA QUILL", "SALTMERE"), (), "Mara sails from Saltmere.")
+    ]
+    assert result.skipped == 1

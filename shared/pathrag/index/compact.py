@@ -18,6 +18,7 @@ first answers. :class:`pathrag.PathRAGIndex` takes it with ``extractor="compact"
 Parsing (:func:`parse_compact`) never raises: a line starting with ``E`` or ``R`` (also ``entity``,
 ``relation``, ``relationship``; bullets, numbers and code fences are ignored) and the ``|`` delimiter is a
 record; one with too few fields, an empty name or a relation from a name to itself is skipped and counted; a
+relation line of three fields has no keywords (``R|name|name|description``, as weak models write it); a
 description holding ``|`` is joined back; reading stops at the ``END`` line. Names, types, keywords and
 descriptions are cleaned as every record is (:mod:`pathrag.names`), records naming what the chunk never
 spells are dropped (:mod:`pathrag.index.grounding`), and at most :func:`~pathrag.index.extraction.max_records_for`
@@ -45,10 +46,11 @@ __all__ = ["COMPACT_PROMPT", "build_compact_prompt", "extract_compact", "parse_c
 logger = logging.getLogger(__name__)
 
 COMPACT_PROMPT = """Turn the text at the end into knowledge-graph records, one per line, and nothing else.
-Entity line: E|entity name|type|what the text says about it
-Relation line: R|entity name|other entity name|keywords|how the text links the two
-- One E line per entity the text names; its type is one of: {entity_types}.
-- One R line per pair of those entities that the text links; keywords are a few words for the kind of link.
+First one line per entity the text names (people, organisations, places, events, works, dates, ideas):
+E|entity name|type|what the text says about it
+Then one line per pair of those entities that the text links:
+R|entity name|other entity name|keywords|how the text links the two
+- type is one of: {entity_types}. keywords are a few words for the kind of link.
 - Spell names as the text does. Use only what the text states. Write descriptions in {language}, in at most \
 25 words each.
 - Write END on the last line.
@@ -56,7 +58,9 @@ Relation line: R|entity name|other entity name|keywords|how the text links the t
 For instance, "Ida Marr founded the Tarn Rowing Club in 1902." gives:
 E|Ida Marr|person|Founded the Tarn Rowing Club in 1902.
 E|Tarn Rowing Club|organization|Club founded by Ida Marr in 1902.
+E|1902|event|The year the Tarn Rowing Club was founded.
 R|Ida Marr|Tarn Rowing Club|founder|Ida Marr founded the club in 1902.
+R|Tarn Rowing Club|1902|founding year|The club was founded in 1902.
 END
 
 Text:
@@ -116,16 +120,18 @@ def _entity(fields: list[str], source_ids: tuple[str, ...]) -> Entity | None:
 
 
 def _relation(fields: list[str], source_ids: tuple[str, ...]) -> Relation | None:
-    if len(fields) < 4:
+    if len(fields) < 3:
         return None
     source, target = normalize_name(fields[0]), normalize_name(fields[1])
     if not source or not target or source == target:
         return None
+    # three fields: the keywords left out (weak models do), the third is the description
+    keywords, description = (fields[2], fields[3:]) if len(fields) > 3 else ("", fields[2:])
     return Relation(
         source=source,
         target=target,
-        keywords=tuple(split_keywords([fields[2]])),
-        description=clean_description("|".join(fields[3:])),
+        keywords=tuple(split_keywords([keywords])),
+        description=clean_description("|".join(description)),
         source_ids=source_ids,
     )
 
