@@ -140,7 +140,7 @@ def index(
         "--extractor",
         help="How chunks become entities and relations: 'llm' asks the language model with the paper's prompt "
         "(few-shot examples, a gleaning round); 'compact' with a short prompt, one call per chunk (about a "
-        "quarter of the tokens); 'lexical' needs no model and no key (capitalised names, and the sentences "
+        "fifth of the tokens); 'lexical' needs no model and no key (capitalised names, and the sentences "
         "naming two of them as relations). Indexing again with another one replaces a document's records.",
     ),
     estimate: bool = typer.Option(

@@ -2,7 +2,7 @@
 
 The paper's prompt (:mod:`pathrag.llm.prompts`) spends about 1,300 tokens of rules and few-shot examples on
 every call, and a gleaning call sends them again with the first answer: about 3,300 prompt tokens for a
-100-token passage. :data:`COMPACT_PROMPT` states the same task in about 260 tokens and asks for lines
+100-token passage. :data:`COMPACT_PROMPT` states the same task in about 300 tokens and asks for lines
 instead of tuples, which also shortens the answer (no quotes, brackets or three-character delimiters)::
 
     E|name|type|description
