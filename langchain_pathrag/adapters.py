@@ -72,17 +72,26 @@ class LangChainLanguageModel:
 
     ``config`` is passed to every call: give it ``callbacks`` (e.g. ``run_manager.get_child()``) to make
     the calls child runs of yours, and ``tags`` / ``run_name`` so they can be told apart in traces and
-    ``astream_events``.
+    ``astream_events``. ``max_tokens`` caps every answer, for a model that has that setting (``ChatOpenAI``,
+    ``ChatAnthropic``...; others are called as they are).
     """
 
     def __init__(
-        self, llm: BaseLanguageModel[Any], *, config: RunnableConfig | None = None, name: str | None = None
+        self,
+        llm: BaseLanguageModel[Any],
+        *,
+        config: RunnableConfig | None = None,
+        name: str | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         if not isinstance(llm, BaseLanguageModel):
             raise TypeError(f"expected a LangChain chat model or LLM, got {type(llm).__name__}")
         self.llm = llm
         self.config = config
         self.name = name or _model_name(llm)
+        # passed per call only to a model with the field: another one could refuse the unknown argument
+        fields = getattr(type(llm), "model_fields", {})
+        self._kwargs: dict[str, Any] = {"max_tokens": max_tokens} if max_tokens and "max_tokens" in fields else {}
 
     def complete(self, prompt: str) -> str:
         """Invoke the model on ``prompt`` with ``config``; the answer's text.
@@ -91,7 +100,7 @@ class LangChainLanguageModel:
             pathrag.errors.ModelUnreachable: the model's endpoint could not be reached (it names the URL).
         """
         try:
-            return _text(self.llm.invoke(prompt, config=self.config))
+            return _text(self.llm.invoke(prompt, config=self.config, **self._kwargs))
         except Exception as exc:
             unreachable = model_unreachable(exc)
             if unreachable is None:
@@ -101,7 +110,7 @@ class LangChainLanguageModel:
     async def acomplete(self, prompt: str) -> str:
         """Async :meth:`complete` (``ainvoke``)."""
         try:
-            return _text(await self.llm.ainvoke(prompt, config=self.config))
+            return _text(await self.llm.ainvoke(prompt, config=self.config, **self._kwargs))
         except Exception as exc:
             unreachable = model_unreachable(exc)
             if unreachable is None:

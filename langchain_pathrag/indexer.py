@@ -45,6 +45,7 @@ from pydantic import ConfigDict, Field
 import pathrag
 from pathrag import GraphStore, IndexConfig, InsertSummary, PathRAGIndex, VectorItem
 from pathrag.errors import MissingEmbedderError
+from pathrag.index.extractors import Extractor
 from pathrag.index.front import STATE_FILE
 from pathrag.index.values import DeleteSummary
 from pathrag.llm.tokens import count_tokens
@@ -178,11 +179,13 @@ def _default_splitter(config: IndexConfig) -> TextSplitter:
     )
 
 
-def _extraction_model(llm: BaseLanguageModel[Any] | None) -> LangChainLanguageModel | None:
-    """``llm`` for the core's extraction and summaries, its calls tagged :data:`EXTRACTION_TAG`."""
+def _extraction_model(llm: BaseLanguageModel[Any] | None, max_tokens: int | None) -> LangChainLanguageModel | None:
+    """``llm`` for the core's extraction and summaries, its calls tagged :data:`EXTRACTION_TAG` and their
+    answers capped at ``max_tokens``."""
     if llm is None:
         return None
-    return LangChainLanguageModel(llm, config={"tags": [EXTRACTION_TAG], "run_name": "pathrag_extraction"})
+    tagged = {"tags": [EXTRACTION_TAG], "run_name": "pathrag_extraction"}
+    return LangChainLanguageModel(llm, config=tagged, max_tokens=max_tokens)  # type: ignore[arg-type]
 
 
 def _index_embedder(embeddings: Embeddings | None, path: Path | None) -> pathrag.Embedder | None:
@@ -209,6 +212,8 @@ class PathRAGIndexer:
       :meth:`load`). The default vector indexes are then the store's own. Stores you pass in persist
       themselves. A directory of earlier versions (vectors in ``*.vectorstore.json``) is migrated on open.
     * ``config``: the core's :class:`pathrag.IndexConfig` (concurrency, retries, cache, gleaning...).
+    * ``extractor``: ``"llm"`` (``llm`` extracts), or ``"lexical"``: no model at all (see
+      :mod:`pathrag.index.extractors`); ``PathRAGIndexer(None, embeddings, extractor="lexical")`` indexes offline.
 
     Documents are indexed under :func:`document_id`; re-adding an unchanged one costs nothing, a
     changed one replaces its previous version. ``index`` is the underlying :class:`pathrag.PathRAGIndex`
@@ -230,6 +235,7 @@ class PathRAGIndexer:
         graph_store: GraphStore | None = None,
         text_splitter: TextSplitter | None = None,
         config: IndexConfig | None = None,
+        extractor: str | Extractor = "llm",
     ) -> None:
         given = {"entities": entity_store, "relations": relation_store, "chunks": chunk_store}
         _check_embeddings_given(embeddings, given, path)
@@ -250,12 +256,13 @@ class PathRAGIndexer:
             check_on_open=not moving,
             graph=graph_store,
             config=config,
-            llm=_extraction_model(llm),
+            llm=_extraction_model(llm, config.extraction.max_answer_tokens),
             embedder=_index_embedder(embeddings, self.path),
             embedder_name=embeddings_name(embeddings) if embeddings is not None else None,
             entity_index=indexes["entities"],
             relation_index=indexes["relations"],
             chunk_index=indexes["chunks"],
+            extractor=extractor,
         )
         ask_for_embedder_as(self.index.embedder, "embeddings")  # the error of a store opened without them says so
         if self.path is not None:

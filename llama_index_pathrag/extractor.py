@@ -33,10 +33,13 @@ search, such as FalkorDB's, drop it with the node).
 Emitted entities are ``EntityNode`` (label = type, property ``description``) and relations ``Relation``
 (label ``RELATED_TO``; properties ``description``, ``keywords``, ``weight``, ``source_ids``).
 
-Model output is untrusted: malformed records are skipped (the parser never raises), and the records over a
-chunk's cap (:func:`pathrag.index.extraction.max_records_for`) are dropped; both are counted in the log and in the
-chunk's ``pathrag_extracted`` metadata (``skipped``, ``dropped``). A failing LLM call fails the whole call
-before anything is written (LlamaIndex LLM clients retry on their own).
+Model output is untrusted: malformed records are skipped (the parser never raises), records naming what their
+chunk never spells (a model parroting the prompt's examples, as ``MockLLM`` does) are dropped (see
+:mod:`pathrag.index.grounding`), and the records over a chunk's cap (:func:`pathrag.index.extraction.max_records_for`)
+are dropped; all are counted in the log and in the chunk's ``pathrag_extracted`` metadata (``skipped``,
+``ungrounded``, ``dropped``). Every call asks for at most ``config.max_answer_tokens`` tokens (``max_tokens``, for
+an LLM that has that setting). A failing LLM call fails the whole call before anything is written (LlamaIndex LLM
+clients retry on their own).
 """
 
 from __future__ import annotations
@@ -73,7 +76,8 @@ from llama_index.core.vector_stores.types import (
 from typing_extensions import override
 
 from pathrag import Entity, Relation
-from pathrag.index.extraction import ExtractionConfig, ExtractionResult, extract_records, max_records_for
+from pathrag.index.extraction import ExtractionConfig, ExtractionResult, max_records_for
+from pathrag.index.extractors import as_extractor
 from pathrag.index.front import run_sync
 from pathrag.index.merging import merge_records, relation_key
 
@@ -93,7 +97,8 @@ logger = logging.getLogger(__name__)
 #: Property of entities and relations: the records they are merged from, chunk by chunk (JSON).
 SOURCES_KEY = "pathrag_sources"
 #: Metadata of chunks: the entities and relations their records touched (JSON), and the malformed records
-#: ``skipped`` and the records over the per-chunk cap ``dropped`` when there were any.
+#: ``skipped``, the records naming what the chunk never spells ``ungrounded`` and the records over the per-chunk
+#: cap ``dropped`` when there were any.
 EXTRACTED_KEY = "pathrag_extracted"
 
 Key = tuple[str, str]
@@ -372,11 +377,14 @@ class PathRAGExtractor(TransformComponent):
     embeddings (pass the same one to the index), so that deleted entities lose theirs too. ``embed_model``
     (the index's): entities whose description changes after their first insert are re-embedded, in the
     graph store when it has its own vector search, else in ``vector_store``; without it they keep the
-    embedding of their first insert.
+    embedding of their first insert. ``extractor``: ``"llm"`` (pathrag's prompt), ``"compact"`` (its short
+    prompt, :mod:`pathrag.index.compact`) or ``"lexical"`` (no model at all: ``llm`` is not needed nor resolved
+    from ``Settings``; see :mod:`pathrag.index.lexical`).
     """
 
-    llm: LLM
+    llm: LLM | None
     config: ExtractionConfig = Field(default_factory=ExtractionConfig)
+    extractor: str = Field(default="llm", description="'llm', 'compact' or 'lexical' (no model).")
     num_workers: int = Field(default=4, ge=1, description="Chunks extracted at the same time.")
     show_progress: bool = False
     graph_store: PropertyGraphStore | None = Field(
@@ -399,14 +407,17 @@ class PathRAGExtractor(TransformComponent):
         config: ExtractionConfig | None = None,
         num_workers: int = 4,
         show_progress: bool = False,
+        extractor: str = "llm",
     ) -> None:
         from llama_index.core import Settings  # resolved lazily: the default needs OpenAI
 
         if graph_store is not None and not isinstance(graph_store, PropertyGraphStore):
             raise TypeError(f"graph_store must be a llama_index PropertyGraphStore, got {type(graph_store).__name__}")
         # pydantic's __init__ takes every field; mypy reads TransformComponent's own fields only
+        modelled = as_extractor(extractor).uses_llm  # a bad name is refused here, naming the parameter
         super().__init__(  # type: ignore[call-arg]
-            llm=llm or Settings.llm,
+            llm=llm or (Settings.llm if modelled else None),
+            extractor=extractor,
             config=config or ExtractionConfig(),
             num_workers=num_workers,
             show_progress=show_progress,
@@ -456,19 +467,25 @@ class PathRAGExtractor(TransformComponent):
         return nodes
 
     async def _ask(self, prompt: str) -> str:
+        assert self.llm is not None  # set unless the extractor is lexical, which asks nothing
+        if "max_tokens" in type(self.llm).model_fields:  # OpenAI, OpenAILike...: the output cap, per call
+            return (await self.llm.acomplete(prompt, max_tokens=self.config.max_answer_tokens)).text
         return (await self.llm.acomplete(prompt)).text
 
     async def _extract(self, node: BaseNode) -> ExtractionResult:
         text = node.get_content(metadata_mode=MetadataMode.LLM)
         if not text.strip():
             return ExtractionResult()
-        done = await extract_records(text, self._ask, self.config, chunk_id=node.node_id)
-        skipped, dropped = done.result.skipped, done.result.dropped
-        if skipped or dropped:  # (extract_records also warns of a dropped record, on pathrag.index.extraction)
+        ask = self._ask if self.llm is not None else None
+        done = await as_extractor(self.extractor).extract(text, node.node_id, ask, self.config)
+        skipped, dropped, ungrounded = done.result.skipped, done.result.dropped, done.result.ungrounded
+        if skipped or dropped or ungrounded:  # (extract_records also warns of dropped records)
             logger.info(
-                "chunk %s: %d malformed records skipped, %d records over the cap of %d per chunk dropped",
+                "chunk %s: %d malformed records skipped, %d naming what the chunk never spells and %d over the "
+                "cap of %d per chunk dropped",
                 node.node_id,
                 skipped,
+                ungrounded,
                 dropped,
                 max_records_for(text),
             )
@@ -498,7 +515,15 @@ class PathRAGExtractor(TransformComponent):
             for key, source in relations.items():
                 batch.relations.setdefault(key, []).append(source)
                 batch.home.setdefault(key, i)
-            counts = {k: n for k, n in (("skipped", result.skipped), ("dropped", result.dropped)) if n}
+            counts = {
+                k: n
+                for k, n in (
+                    ("skipped", result.skipped),
+                    ("ungrounded", result.ungrounded),
+                    ("dropped", result.dropped),
+                )
+                if n
+            }
             node.metadata[EXTRACTED_KEY] = json.dumps(
                 {"entities": sorted(entities), "relations": sorted(relations), **counts}, ensure_ascii=False
             )

@@ -65,7 +65,7 @@ from .rendering import (
 )
 
 if TYPE_CHECKING:
-    from pathrag import Document, PathRAGIndex, RetrievalParams, RetrievalResult
+    from pathrag import Document, InsertSummary, PathRAGIndex, RetrievalParams, RetrievalResult
 
 __all__ = ["Format", "app"]
 
@@ -95,6 +95,14 @@ class Format(str, Enum):
     json = "json"
     mermaid = "mermaid"
     html = "html"
+
+
+class ExtractorKind(str, Enum):
+    """How ``pathrag index`` turns chunks into records (``--extractor``)."""
+
+    llm = "llm"
+    compact = "compact"
+    lexical = "lexical"
 
 
 # -- commands ----------------------------------------------------------------------------------------
@@ -130,6 +138,20 @@ def index(
     chunk_overlap: int = typer.Option(
         CHUNK_OVERLAP, "--chunk-overlap", help="Tokens shared by consecutive chunks (less than --chunk-size)."
     ),
+    extractor: ExtractorKind = typer.Option(
+        ExtractorKind.llm,
+        "--extractor",
+        help="How chunks become entities and relations: 'llm' asks the language model with the paper's prompt "
+        "(few-shot examples, a gleaning round); 'compact' with a short prompt, one call per chunk (about a "
+        "fifth of the tokens); 'lexical' needs no model and no key (capitalised names, and the sentences "
+        "naming two of them as relations). Indexing again with another one replaces a document's records.",
+    ),
+    estimate: bool = typer.Option(
+        False,
+        "--estimate",
+        help="Print the model calls and tokens indexing would spend (new and changed documents only), "
+        "without calling a model or writing anything.",
+    ),
 ) -> None:
     """Extract entities and relations from documents into the store (re-running skips unchanged files)."""
     if chunk_size < 1:
@@ -138,17 +160,32 @@ def index(
         raise CliError(
             f"--chunk-overlap must be at least 0 and less than --chunk-size ({chunk_size}), not {chunk_overlap}", code=2
         )
-    if replay is None and lazy_language_model(model) is None:  # no key: said before anything is read
-        raise CliError(f"indexing extracts entities with a language model: {NO_KEY}")
+    lexical = extractor is ExtractorKind.lexical
+    if not (lexical or estimate) and replay is None and lazy_language_model(model) is None:  # said before reading
+        raise CliError(f"indexing extracts entities with a language model: {NO_KEY}, or add --extractor lexical")
     if embedding_model is not None:
         embedding_spec(embedding_model)  # an unknown provider: said before anything is read, too
     earlier: dict[str, str] = {}
     files = collect_files(paths, id_prefix=id_prefix, earlier_ids=earlier)
     # before the model and the core are loaded, and the files read (PDFs are slow): a first sign of life
     typer.echo(f"Reading {len(files):,} file{'s' * (len(files) != 1)}…", err=True)
-    llm = replay_llm(replay) or (language_model(chat) if (chat := chat_model(model)) else None)
-    if llm is None:
-        raise CliError(f"indexing extracts entities with a language model: {NO_KEY}")
+    if estimate:
+        from .estimate import print_estimate
+
+        docs = read_documents(files, chunk_size, chunk_overlap)
+        keep = (
+            (lambda idx, docs: _keep_earlier_ids(idx, docs, earlier, store)) if id_prefix is None and earlier else None
+        )
+        print_estimate(store, docs, extractor.value, keep)
+        return
+    from pathrag.index.extraction import DEFAULT_MAX_ANSWER_TOKENS as cap  # the output cap, sent with every call
+
+    # the lexical index asks no model for anything: it costs nothing, whatever key is set
+    llm = (
+        None if lexical else replay_llm(replay) or (language_model(chat, cap) if (chat := chat_model(model)) else None)
+    )
+    if llm is None and not lexical:
+        raise CliError(f"indexing extracts entities with a language model: {NO_KEY}, or add --extractor lexical")
     docs = read_documents(files, chunk_size, chunk_overlap)
     from pathrag import IndexConfig
 
@@ -157,7 +194,9 @@ def index(
     config = IndexConfig(show_progress=True, lock_timeout=wait)
     if replay:  # a replay miss is not transient: no retries with back-off
         config = dataclasses.replace(config, max_attempts=1)
-    with opened(store, create=True, embedding_model=embedding_model, llm=llm, config=config) as idx:
+    with opened(
+        store, create=True, embedding_model=embedding_model, llm=llm, config=config, extractor=extractor.value
+    ) as idx:
         if id_prefix is None and earlier:
             docs = _keep_earlier_ids(idx, docs, earlier, store)
         try:
@@ -175,9 +214,11 @@ def index(
             ("chunks extracted", summary.chunks_extracted),
             ("entities touched", summary.entities),
             ("relations touched", summary.relations),
+            *_damaged_records(summary),
             ("LLM calls", summary.llm_calls),
             ("LLM cache hits", summary.cache_hits),
             ("tokens (prompt + completion)", f"{summary.tokens:,}{token_note()}"),
+            ("tokens per document", f"{summary.tokens / summary.documents:,.0f}" if summary.documents else "0"),
             holdings(stats),
         ],
     )
@@ -188,6 +229,18 @@ def index(
         )
     if summary.failures:
         raise CliError(f"{len(summary.failures)} chunk(s) failed; run the same command again to retry them")
+
+
+def _damaged_records(summary: InsertSummary) -> list[tuple[str, str]]:
+    """The report row of the model's records not kept, by reason (one row, ``0`` when every record was kept)."""
+    reasons = [
+        (summary.records_skipped, "malformed"),
+        (summary.records_ungrounded, "naming what their chunk never spells"),
+        (summary.records_dropped, "over the per-chunk cap"),
+    ]
+    total = sum(n for n, _ in reasons)
+    shown = f"{total:,} (" + ", ".join(f"{n:,} {why}" for n, why in reasons if n) + ")" if total else "0"
+    return [("records not kept", shown)]
 
 
 def _some(ids: list[str], shown: int = 3) -> str:
@@ -240,9 +293,7 @@ def _same_file(recorded: object, source: str) -> bool:
 def _interrupted(idx: PathRAGIndex, docs: list[Document], store: Path) -> str:
     """What an interrupted ``index`` kept: each chunk's extraction is saved the moment it arrives (as is every
     LLM answer), while the documents, graph and vectors are written in one final commit."""
-    from pathrag.ids import chunk_id
-
-    wanted = {chunk_id(text) for doc in docs for text in doc.chunk_texts()}
+    wanted = {idx.extractor.chunk_id(text) for doc in docs for text in doc.chunk_texts()}
     try:
         saved = sum(cid in idx.chunks for cid in wanted)
     except Exception:  # the store could not be read back: say what holds in any case

@@ -171,11 +171,12 @@ def describe_chat_model(model: str) -> str:
     return f"{spec.name} via OPENAI_API_KEY" if spec.provider == OPENAI else str(spec)
 
 
-def language_model(chat: BaseChatModel) -> pathrag.LanguageModel:
-    """A LangChain chat model as pathrag's :class:`~pathrag.LanguageModel`."""
+def language_model(chat: BaseChatModel, max_tokens: int | None = None) -> pathrag.LanguageModel:
+    """A LangChain chat model as pathrag's :class:`~pathrag.LanguageModel` (``max_tokens``: every answer's cap, for
+    a model with that setting)."""
     from langchain_pathrag.adapters import LangChainLanguageModel
 
-    return LangChainLanguageModel(chat)
+    return LangChainLanguageModel(chat, max_tokens=max_tokens)
 
 
 class LazyLanguageModel:

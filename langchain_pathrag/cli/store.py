@@ -89,6 +89,7 @@ def open_store(
     llm: pathrag.LanguageModel | None = None,
     config: IndexConfig | None = None,
     check_on_open: bool = True,
+    extractor: str = "llm",
 ) -> PathRAGIndex:
     """Open (or, with ``create``, start) a store, refusing embeddings other than the ones it was built with
     (``check_on_open=False``: open a damaged store as it is, see :class:`~pathrag.errors.StoreDamaged`).
@@ -112,13 +113,13 @@ def open_store(
 
         from pathrag.vectors.embedders import LazyEmbedder
 
-        return _open(store, llm, LazyEmbedder(refuse), config, None, check_on_open)
+        return _open(store, llm, LazyEmbedder(refuse), config, None, check_on_open, extractor)
     if meta:  # an existing store: its own embeddings, and no others
         spec = meta["embeddings"]
         check_embeddings(store, meta, None if embedding_model is None else embedding_spec(embedding_model))
     else:
         spec = embedding_spec(embedding_model)
-    return _open(store, llm, embedder(spec, store, lazy=not create), config, spec, check_on_open)
+    return _open(store, llm, embedder(spec, store, lazy=not create), config, spec, check_on_open, extractor)
 
 
 def check_embeddings(store: Path, meta: dict[str, Any] | None, given: str | None) -> None:
@@ -144,6 +145,7 @@ def _open(
     config: IndexConfig | None,
     spec: str | None,
     check_on_open: bool = True,
+    extractor: str = "llm",
 ) -> PathRAGIndex:
     # the one-line note of a JSON-format store's migration goes to stderr, whatever logging is set up
     note = logging.StreamHandler(sys.stderr)
@@ -153,7 +155,13 @@ def _open(
     store_log.addHandler(note)
     try:  # the store records the embeddings (and refuses others) itself
         return PathRAGIndex(
-            store, llm=llm, embedder=vectors, config=config, embedder_name=spec, check_on_open=check_on_open
+            store,
+            llm=llm,
+            embedder=vectors,
+            config=config,
+            embedder_name=spec,
+            check_on_open=check_on_open,
+            extractor=extractor,
         )
     except EmbedderMismatch as exc:  # another process recorded other embeddings since read_meta
         raise mismatch_error(exc) from exc

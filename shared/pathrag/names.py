@@ -23,6 +23,7 @@ from .errors import PathRAGError
 
 __all__ = [
     "MAX_NAME_BYTES",
+    "FUNCTION_WORDS",
     "EntityNameError",
     "check_name",
     "clean_description",
@@ -32,6 +33,16 @@ __all__ = [
     "split_keywords",
     "truncate",
 ]
+
+FUNCTION_WORDS = frozenset(
+    """a an the of in on at to for by with from into onto over under about after before between through during
+    and or nor but if then than as so that this these those it its it's they them their there here
+    is was are were be been being am do does did done has have had having can could will would shall should may
+    might must who whom whose what which when where why how whoever whatever whichever not no yes""".split()
+)
+"""Words that are never a name on their own (articles, prepositions, pronouns, auxiliaries, question words):
+the question's name lookup (:mod:`pathrag.query.linking`) and the lexical extractor
+(:mod:`pathrag.index.lexical`) both skip them."""
 
 # the quote marks stripped around names (the extraction parser also reads fields wrapped in them)
 QUOTES = "\"'`‘’‚‛“”„‟«»‹›"

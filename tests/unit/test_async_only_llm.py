@@ -26,7 +26,7 @@ CORPUS = [
     )
 ]
 ANSWER = '{"high_level": ["storms"], "low_level": ["Great Surge", "Tide Board"]}'
-QUESTION = "Who paid for what broke?"
+QUESTION = "Who paid for what broke in the storms?"
 
 
 async def async_keywords(prompt: str) -> str:

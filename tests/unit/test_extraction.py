@@ -661,14 +661,17 @@ async def test_no_gleaning_means_one_call() -> None:
     assert summary(done.result) == ([A, B], [AB], [], 0)
 
 
+STORY = "A story of Alice, Bob, Carol and Dan."  # names every record of the scripted answers
+
+
 async def test_gleaning_runs_while_new_records_arrive() -> None:
     model = ScriptedModel(FIRST, SECOND, THIRD)
     config = ExtractionConfig(max_gleaning=2)
-    done = await extract_records("A story.", model, config, chunk_id="c1")
+    done = await extract_records(STORY, model, config, chunk_id="c1")
     assert len(model.prompts) == 3 and done.answers == [FIRST, SECOND, THIRD]
     assert [e.name for e in done.result.entities] == ["ALICE", "BOB", "CAROL", "DAN"]
     assert [r.pair for r in done.result.relations] == [("ALICE", "BOB"), ("CAROL", "ALICE")]
-    assert model.prompts[1] == build_gleaning_prompt("A story.", config, [FIRST])
+    assert model.prompts[1] == build_gleaning_prompt(STORY, config, [FIRST])
     assert FIRST in model.prompts[2] and SECOND in model.prompts[2]
     assert parse_answers(done.answers, config.format, "c1") == done.result
 
@@ -680,7 +683,7 @@ async def test_gleaning_runs_while_new_records_arrive() -> None:
 )
 async def test_gleaning_stops_when_nothing_new(second: str) -> None:
     model = ScriptedModel(FIRST, second, THIRD)
-    done = await extract_records("A story.", model, ExtractionConfig(max_gleaning=3), chunk_id="c1")
+    done = await extract_records(STORY, model, ExtractionConfig(max_gleaning=3), chunk_id="c1")
     assert len(model.prompts) == 2 and done.answers == [FIRST, second]
     assert FIRST in model.prompts[1]
     assert "DAN" not in {e.name for e in done.result.entities}
@@ -689,7 +692,7 @@ async def test_gleaning_stops_when_nothing_new(second: str) -> None:
 
 async def test_gleaned_details_about_known_names_are_kept() -> None:
     second = '("entity"<|>Bob<|>person<|>Also bakes.)<|COMPLETE|>'
-    done = await extract_records("A story.", ScriptedModel(FIRST, second), ExtractionConfig(max_gleaning=1))
+    done = await extract_records(STORY, ScriptedModel(FIRST, second), ExtractionConfig(max_gleaning=1))
     assert summary(done.result)[0] == [A, B, ("BOB", "person", "Also bakes.")]
 
 
@@ -697,7 +700,7 @@ async def test_custom_format_flows_through_gleaning() -> None:
     first = '("entity"|~|Alice|~|person|~|A navigator.)%%("entity"|~|Bob|~|person|~|A cook.)[[END]]'
     model = ScriptedModel(first, "[[END]]")
     config = ExtractionConfig(format=CUSTOM, max_gleaning=1)
-    done = await extract_records("text", model, config, chunk_id="c9")
+    done = await extract_records("Alice and Bob", model, config, chunk_id="c9")
     assert len(model.prompts) == 2 and "[[END]] alone" in model.prompts[1]
     assert summary(done.result) == ([A, B], [], [], 0)
     assert done.result.entities[0].source_ids == ("c9",)
@@ -738,11 +741,12 @@ async def test_records_over_the_per_chunk_cap_are_dropped_and_counted() -> None:
 
     from pathrag.index.extraction import MIN_RECORDS_PER_CHUNK, max_records_for
 
-    chunk = "Mara lives in Saltmere by the harbour. !"  # 40 characters: the floor applies
+    chunk = " ".join(f"E{i}" for i in range(200))  # 889 characters naming the first 200: the floor applies
     assert max_records_for(chunk) == MIN_RECORDS_PER_CHUNK == 200
     model = ScriptedModel(_flood(100_000), _flood(10))
     started = time.perf_counter()
-    done = await extract_records(chunk, model, ExtractionConfig(max_gleaning=1), chunk_id="c")
+    config = ExtractionConfig(max_gleaning=1, max_answer_tokens=10**7)  # an output cap that lets it glean
+    done = await extract_records(chunk, model, config, chunk_id="c")
     assert time.perf_counter() - started < 10  # 0.4 s here; every record accepted took 53 s before the cap
     kept = len(done.result.entities) + len(done.result.relations)
     assert kept == 200 and [e.name for e in done.result.entities[:2]] == ["E0", "E1"]  # the first ones, in order
@@ -761,7 +765,8 @@ def test_identical_records_do_not_use_up_the_cap() -> None:
 @pytest.mark.reliability
 async def test_a_lone_surrogate_keeps_the_chunks_valid_records() -> None:
     answer = '("entity"<|>Alice<|>person<|>A navi\udcc3gator.)##("entity"<|>Bob\ud800<|>person<|>A cook.)<|COMPLETE|>'
-    done = await extract_records("text", ScriptedModel(answer, "<|COMPLETE|>"), ExtractionConfig(), chunk_id="c")
+    text = "Alice met Bob\ud800 (a lone surrogate in the text too)."
+    done = await extract_records(text, ScriptedModel(answer, "<|COMPLETE|>"), ExtractionConfig(), chunk_id="c")
     assert [(e.name, e.description) for e in done.result.entities] == [
         ("ALICE", "A navi\ufffdgator."),
         ("BOB\ufffd", "A cook."),

@@ -85,7 +85,8 @@ async def test_100000_records_for_a_40_character_chunk_keep_the_cap_and_count_th
 
     index = PathRAGIndex(tmp_path, llm=llm, embedder=HashingEmbedder(64))
     started = time.perf_counter()
-    summary = await index.ainsert([Document(id="d", text="Mara lives in Saltmere by the harbour. !")])
+    chunk = " ".join(f"E{i}" for i in range(200))  # 889 characters naming the first 200: the cap is the floor, 200
+    summary = await index.ainsert([Document(id="d", text=chunk)])
     assert time.perf_counter() - started < 20  # about 2 s here; 53 s before the cap
     assert summary.entities == 200 and summary.relations == 0 and summary.records_dropped == 99_800
 

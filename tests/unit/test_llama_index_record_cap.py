@@ -20,7 +20,7 @@ pytestmark = pytest.mark.reliability
 VALID = [f'("entity"<|>E{i}<|>person<|>Person {i}.)' for i in range(250)]
 MALFORMED = ['("entity"<|><|>person<|>No name.)', '("relationship"<|>E1)']
 FLOOD = "##".join([*MALFORMED, *VALID]) + "<|COMPLETE|>"
-TEXT = "Mara lives in Saltmere by the harbour."  # 38 characters: the cap is the minimum, 200 records
+TEXT = " ".join(f"E{i}" for i in range(250))  # 1,139 characters naming every record: the cap is the minimum, 200
 
 
 async def test_records_over_the_cap_are_logged_and_counted_in_the_metadata(
@@ -38,7 +38,10 @@ async def test_records_over_the_cap_are_logged_and_counted_in_the_metadata(
     extracted = json.loads(node.metadata[EXTRACTED_KEY])
     assert (extracted["skipped"], extracted["dropped"], len(extracted["entities"])) == (2, 50, 200)
     lines = [r.getMessage() for r in caplog.records if r.name == "llama_index_pathrag.extractor"]
-    expected = "chunk chunk-1: 2 malformed records skipped, 50 records over the cap of 200 per chunk dropped"
+    expected = (
+        "chunk chunk-1: 2 malformed records skipped, 0 naming what the chunk never spells and 50 over the cap of 200 "
+        "per chunk dropped"
+    )
     assert lines == [expected], lines
 
 

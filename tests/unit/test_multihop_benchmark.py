@@ -276,3 +276,32 @@ def test_the_graph_can_be_built_by_extraction_with_a_model(bench, tmp_path):
     assert model.calls == 2 * len(bench.corpus_passages(SAMPLE)) == 160  # extraction + one gleaning each
     rows = {r["method"]: r for r in report["rows"]}
     assert rows["default"]["gold_recall"] > 0 and 0 <= rows["default"]["answer_in_context"] <= 1
+
+
+def test_the_lexical_graph_is_built_by_the_benchmark_itself(bench, tmp_path):
+    report = bench.run(
+        SAMPLE, budgets=[900], methods=["dense", "default"], cache_dir=tmp_path, progress=False, graph="lexical"
+    )
+    rows = {r["method"]: r for r in report["rows"]}
+    assert rows["default"]["with_path"] > 0  # paths over the lexical graph
+    assert report["passages"]["default"]["recall_at_5"] > 0
+    with pytest.raises(SystemExit):  # two ways of building the graph at once
+        bench.main(["--data", str(SAMPLE), "--graph", "lexical", "--extract-with", "openai:gpt-4o-mini"])
+
+
+def test_the_indexing_cost_benchmark_counts_calls_and_tokens_per_setting(tmp_path):
+    spec = importlib.util.spec_from_file_location("indexing_cost", ROOT / "benchmarks" / "indexing_cost.py")
+    cost = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = cost  # its dataclass looks its module up
+    spec.loader.exec_module(cost)
+    pytest_socket.enable_socket()  # the stand-in endpoint listens on loopback
+    try:
+        cost.main(["--data", str(SAMPLE), "--limit", "5", "--json", str(tmp_path / "cost.json")])
+    finally:
+        pytest_socket.disable_socket(allow_unix_socket=True)
+    rows = {r["setting"]: r for r in json.loads((tmp_path / "cost.json").read_text())}
+    assert set(rows) == set(cost.SETTINGS)
+    assert [rows[s]["calls"] for s in cost.SETTINGS] == [10, 5, 5, 0]  # extraction and a gleaning; one; one; none
+    assert rows["compact"]["prompt_tokens"] < rows["paper-no-gleaning"]["prompt_tokens"] / 3
+    assert rows["paper"]["prompt_tokens"] > 2 * rows["paper-no-gleaning"]["prompt_tokens"] > 0
+    assert rows["paper"]["completion_tokens"] > 0 and rows["lexical"]["prompt_tokens"] == 0

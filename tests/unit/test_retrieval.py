@@ -119,11 +119,15 @@ def test_keyword_llm_answer_drives_seeds_and_bad_answers_fall_back():
     idx = PathRAGIndex(llm=ScriptedLLM(), embedder=HashingEmbedder())
     idx.insert(CORPUS)
     idx.llm = as_language_model(keyword_model, name="kw")
-    assert idx.retrieve("Who paid for what broke?", num_seeds=2) and calls == []  # no model call by default
-    assert idx.retrieve("Who paid for what broke?", num_seeds=2, context="paths") and len(calls) == 1  # the paper's
+    assert (
+        idx.retrieve("Who paid for what broke in the storms?", num_seeds=2) and calls == []
+    )  # no model call by default
+    assert (
+        idx.retrieve("Who paid for what broke in the storms?", num_seeds=2, context="paths") and len(calls) == 1
+    )  # the paper's
     calls.clear()
-    result = idx.retrieve("Who paid for what broke?", keyword_llm=True, num_seeds=2)
-    assert calls == [KEYWORDS_PROMPT.format(question="Who paid for what broke?")]
+    result = idx.retrieve("Who paid for what broke in the storms?", keyword_llm=True, num_seeds=2)
+    assert calls == [KEYWORDS_PROMPT.format(question="Who paid for what broke in the storms?")]
     assert result.keywords.low_level == ("Great Surge", "Tide Board")
     assert set(result.seeds) == {"GREAT SURGE", "TIDE BOARD"}
     assert result.items[0].nodes in {

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from tqdm.auto import tqdm
 
 from ..errors import StoreDamaged
-from ..ids import chunk_id
 from ..llm.calls import OperationCalls
-from .extraction import ExtractionConfig, extract_records
+from .extraction import ExtractionConfig
+from .extractors import Extractor
 from .records import DocumentRecord, RecordTables
 from .values import ChunkFailure, Document, InsertSummary
 
@@ -48,23 +48,26 @@ class Selection:
     """The chunks to extract: not saved before (now or before a crash) and not failed."""
 
 
-def select(documents: list[Document], failed: set[str], given: dict[str, str], records: RecordTables) -> Selection:
+def select(
+    documents: list[Document], failed: set[str], given: dict[str, str], records: RecordTables, extractor: Extractor
+) -> Selection:
     """What inserting ``documents`` changes against ``records``' committed state (``failed``: chunks whose
     extraction failed in this insert; ``given``: the content hash of each document id met so far in this
-    insert, one version per id)."""
+    insert, one version per id). ``extractor``'s name is in the content hashes and chunk ids: a document
+    indexed with another extractor is extracted again."""
     todo: dict[str, tuple[Document, str, dict[str, str]]] = {}
     unchanged = 0
     known_documents, chunks = records.documents, records.chunks
     known_documents.prefetch(d.id or f"doc-{d.content_hash()}" for d in documents)
     for doc in documents:
-        doc_id, content = _identity(doc, given)
+        doc_id, content = _identity(doc, given, extractor)
         known = known_documents.get(doc_id)
         if not doc.chunk_texts() and known is None:
             continue  # an empty document nobody knows: nothing to do
         if doc_id in todo or (known and _same_document(known, content, doc)):
             unchanged += 1
             continue
-        todo[doc_id] = (doc, content, {chunk_id(t): t for t in doc.chunk_texts()})
+        todo[doc_id] = (doc, content, {extractor.chunk_id(t): t for t in doc.chunk_texts()})
     planned = _chunks_of(todo)
     chunks.prefetch(planned)
     missing = [cid for cid in planned if cid not in chunks and cid not in failed]
@@ -80,11 +83,11 @@ def _chunks_of(todo: dict[str, tuple[Document, str, dict[str, str]]]) -> dict[st
     return planned
 
 
-def _identity(doc: Document, given: dict[str, str]) -> tuple[str, str]:
-    """A document's id (its own, else one from its content) and content hash; one version per id in an
-    insert (``given``: the hash of each id met so far)."""
-    content = doc.content_hash()
-    doc_id = doc.id or f"doc-{content}"
+def _identity(doc: Document, given: dict[str, str], extractor: Extractor) -> tuple[str, str]:
+    """A document's id (its own, else one from its text) and content hash (by ``extractor``); one version per
+    id in an insert (``given``: the hash of each id met so far)."""
+    content = extractor.content_hash(doc)
+    doc_id = doc.id or f"doc-{doc.content_hash()}"
     if given.setdefault(doc_id, content) != content:
         raise ValueError(
             f"document id {doc_id!r} appears twice in one insert with different texts: pass one version per id"
@@ -94,16 +97,18 @@ def _identity(doc: Document, given: dict[str, str]) -> tuple[str, str]:
 
 async def extract_chunks(
     planned: dict[str, tuple[str, list[str]]],
-    ask: Callable[[str], Awaitable[str]],
+    ask: Callable[[str], Awaitable[str]] | None,
     config: ExtractionConfig,
     records: RecordTables,
     summary: InsertSummary,
     run: OperationCalls,
     *,
+    extractor: Extractor,
     max_concurrency: int,
     show_progress: bool,
 ) -> set[str]:
-    """Extract every chunk of ``planned`` (id -> text, document ids) concurrently with ``ask``, saving each
+    """Extract every chunk of ``planned`` (id -> text, document ids) concurrently by ``extractor`` (with
+    ``ask``, the index's LLM, when it has one), saving each
     one's records in ``records`` as they land; the ids of the chunks that failed (each reported in
     ``summary.failures`` and skipped: one bad chunk must not sink the run)."""
     failed: set[str] = set()
@@ -113,7 +118,7 @@ async def extract_chunks(
 
     async def one(cid: str, text: str, doc_ids: list[str]) -> None:
         try:
-            done = await extract_records(text, ask, config, chunk_id=cid)
+            done = await extractor.extract(text, cid, ask, config)
         except StoreDamaged:  # the store's file, not the chunk: no other chunk can be saved either
             raise
         except Exception as exc:  # reported and skipped
@@ -129,6 +134,8 @@ async def extract_chunks(
             )
             summary.chunks_extracted += 1
             summary.records_dropped += done.result.dropped
+            summary.records_skipped += done.result.skipped
+            summary.records_ungrounded += done.result.ungrounded
             counts["entities"] += len(done.result.entities)
             counts["relations"] += len(done.result.relations)
         progress.update(1)

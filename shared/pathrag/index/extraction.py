@@ -52,6 +52,7 @@ from pathrag.names import (
     split_keywords,
 )
 
+from ..llm.overflow import ContextOverflow, is_context_overflow
 from ..llm.prompts import (
     DEFAULT_ENTITY_TYPES,
     DEFAULT_LANGUAGE,
@@ -123,31 +124,50 @@ class ExtractionFormat:
 DEFAULT_FORMAT = ExtractionFormat()
 
 
+DEFAULT_MAX_ANSWER_TOKENS = 4_000
+"""The default output cap of an extraction call (:attr:`ExtractionConfig.max_answer_tokens`): the demo's densest
+chunk (about 800 tokens) has an answer of about 2,800 tokens; a runaway answer stops here."""
+
+CHARS_PER_ANSWER_TOKEN = 4
+"""An answer is cut at this many characters per token of the cap (English averages about four)."""
+
+
 @dataclass(frozen=True)
 class ExtractionConfig:
-    """What to extract and how: delimiters, entity types, output language, gleaning rounds."""
+    """What to extract and how: delimiters, entity types, output language, gleaning rounds, and the output cap.
+
+    ``max_answer_tokens`` caps every extraction answer: the adapters pass it to their model as ``max_tokens``
+    where the model takes one (``ChatOpenAI``, a LlamaIndex ``OpenAI``...). Whatever the model, answers longer
+    than :data:`CHARS_PER_ANSWER_TOKEN` characters per token of it are read (up to the record cap) but never
+    quoted back in a gleaning prompt: a runaway answer ends the gleaning instead of pushing the next prompt past
+    the model's window."""
 
     format: ExtractionFormat = DEFAULT_FORMAT
     entity_types: tuple[str, ...] = DEFAULT_ENTITY_TYPES
     language: str = DEFAULT_LANGUAGE
     max_gleaning: int = 1
+    max_answer_tokens: int = DEFAULT_MAX_ANSWER_TOKENS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "entity_types", tuple(self.entity_types))
         if self.max_gleaning < 0:
             raise ValueError("max_gleaning must be >= 0")
+        if self.max_answer_tokens < 1:
+            raise ValueError(f"max_answer_tokens must be at least 1, got {self.max_answer_tokens!r}")
 
 
 @dataclass
 class ExtractionResult:
     """Parsed records; ``skipped`` counts the malformed records that were dropped, ``dropped`` the records
-    over the per-chunk cap (:func:`max_records_for`)."""
+    over the per-chunk cap (:func:`max_records_for`), ``ungrounded`` the records naming what their chunk never
+    spells (see :mod:`pathrag.index.grounding`)."""
 
     entities: list[Entity] = field(default_factory=list)
     relations: list[Relation] = field(default_factory=list)
     content_keywords: list[str] = field(default_factory=list)
     skipped: int = 0
     dropped: int = 0
+    ungrounded: int = 0
 
 
 @dataclass
@@ -339,6 +359,7 @@ def _combine(results: Iterable[ExtractionResult], max_records: int | None = None
         content_keywords=list(dict.fromkeys(k for r in results for k in r.content_keywords)),
         skipped=sum(r.skipped for r in results),
         dropped=sum(r.dropped for r in results),
+        ungrounded=sum(r.ungrounded for r in results),
     )
     kept: dict[Entity | Relation, None] = {}
     for result in results:
@@ -415,6 +436,11 @@ def _keys(result: ExtractionResult) -> set[object]:
     return {e.name for e in result.entities} | {r.pair for r in result.relations}
 
 
+MIN_SPLIT_CHARS = 400
+"""A chunk whose extraction prompt overflows the model's window is extracted again in two halves, and so on
+down to pieces of this many characters; a piece this short that still overflows fails the chunk."""
+
+
 async def extract_records(
     text: str,
     ask: Callable[[str], Awaitable[str]],
@@ -424,9 +450,18 @@ async def extract_records(
 ) -> ChunkExtraction:
     """Extract a chunk with at most ``1 + config.max_gleaning`` calls to ``ask``.
 
-    Gleaning stops early once an answer brings no new entity name and no new relation pair. The chunk keeps
-    at most :func:`max_records_for` records (the rest are counted in ``result.dropped``), and lone surrogates
-    in the answers become U+FFFD (so the answers and records can be stored).
+    Gleaning stops early once an answer brings no new entity name and no new relation pair. Every answer is cut
+    to the output cap (:attr:`ExtractionConfig.max_answer_tokens`). Records naming what the chunk never spells
+    (the prompt's examples parroted, an answer for another text) are dropped and counted in
+    ``result.ungrounded`` (see :mod:`pathrag.index.grounding`). The chunk keeps at most :func:`max_records_for`
+    records (the rest are counted in ``result.dropped``), and lone surrogates in the answers become U+FFFD (so
+    the answers and records can be stored).
+
+    When the model refuses a prompt as longer than its context window (see
+    :func:`pathrag.llm.overflow.is_context_overflow`): a gleaning prompt ends the gleaning (the records so far
+    are kept); the first prompt is asked again for each half of the chunk (at a line or sentence break), down
+    to :data:`MIN_SPLIT_CHARS` characters, every record still citing ``chunk_id``; past that the chunk fails
+    with a :class:`~pathrag.llm.overflow.ContextOverflow` saying so.
 
     >>> import asyncio
     >>> async def ask(prompt): return '("entity"<|>Alice<|>person<|>A navigator.)<|COMPLETE|>'
@@ -434,16 +469,75 @@ async def extract_records(
     >>> len(done.answers), [e.name for e in done.result.entities]
     (2, ['ALICE'])
     """
+    from .grounding import ground  # grounding imports this module's result type
+
     fmt, cap = config.format, max_records_for(text)
-    answers = [replace_surrogates(await ask(build_extraction_prompt(text, config)))]
-    result = parse_extraction(answers[0], fmt, chunk_id=chunk_id, max_records=cap)
+    limit = config.max_answer_tokens * CHARS_PER_ANSWER_TOKEN
+
+    async def answer(prompt: str) -> str:
+        return replace_surrogates(await ask(prompt))
+
+    try:
+        answers = [await answer(build_extraction_prompt(text, config))]
+    except Exception as exc:
+        if not is_context_overflow(exc):
+            raise
+        return await _extract_halves(text, ask, config, chunk_id, exc)
+    result = ground(parse_extraction(answers[0], fmt, chunk_id=chunk_id, max_records=cap), text)
     for _ in range(config.max_gleaning):
-        answers.append(replace_surrogates(await ask(build_gleaning_prompt(text, config, answers))))
-        gleaned = parse_extraction(answers[-1], fmt, chunk_id=chunk_id, max_records=cap)
+        if sum(map(len, answers)) > limit:  # a runaway answer: quoting it back would overflow, not glean
+            logger.warning(
+                "chunk %s: answers over the output cap (%d tokens); no gleaning", chunk_id, config.max_answer_tokens
+            )
+            break
+        try:
+            answers.append(await answer(build_gleaning_prompt(text, config, answers)))
+        except Exception as exc:
+            if not is_context_overflow(exc):
+                raise
+            logger.warning("chunk %s: the gleaning prompt overflows the model's window; gleaning stops", chunk_id)
+            break
+        gleaned = ground(parse_extraction(answers[-1], fmt, chunk_id=chunk_id, max_records=cap), text)
         known = _keys(result)
         result = _combine([result, gleaned], cap)
         if _keys(gleaned) <= known:
             break
     if result.dropped:
         logger.warning("chunk %s: %d records over the cap of %d dropped", chunk_id or "?", result.dropped, cap)
+    if result.ungrounded:
+        logger.warning(
+            "chunk %s: %d records naming what the chunk never spells dropped (the prompt's examples parroted, or "
+            "records for another text)",
+            chunk_id or "?",
+            result.ungrounded,
+        )
     return ChunkExtraction(answers=answers, result=result)
+
+
+def _halves(text: str) -> tuple[str, str]:
+    """``text`` in two, at the line, sentence or word break nearest its middle (the middle itself without one)."""
+    middle = len(text) // 2
+    for separator in ("\n\n", "\n", ". ", " "):
+        before, after = text.rfind(separator, 0, middle), text.find(separator, middle)
+        cuts = [c + len(separator) for c in (before, after) if c > 0 and c + len(separator) < len(text)]
+        if cuts:
+            cut = min(cuts, key=lambda c: abs(c - middle))
+            if len(text) // 4 <= cut <= 3 * len(text) // 4:  # a break far from the middle halves nothing
+                return text[:cut], text[cut:]
+    return text[:middle], text[middle:]
+
+
+async def _extract_halves(
+    text: str, ask: Callable[[str], Awaitable[str]], config: ExtractionConfig, chunk_id: str | None, exc: Exception
+) -> ChunkExtraction:
+    """The records of ``text`` extracted half by half, after its whole prompt overflowed the window (``exc``)."""
+    if len(text) < 2 * MIN_SPLIT_CHARS:
+        raise ContextOverflow(
+            f"the extraction prompt does not fit the model's context window even for a piece of {len(text):,} "
+            f"characters ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); use a model with a larger "
+            "window (for a local server, raise its context size)"
+        ) from exc
+    logger.warning("chunk %s: the prompt overflows the model's window; extracting it in two halves", chunk_id)
+    parts = [await extract_records(half, ask, config, chunk_id=chunk_id) for half in _halves(text)]
+    result = _combine([p.result for p in parts], max_records_for(text))
+    return ChunkExtraction(answers=[a for p in parts for a in p.answers], result=result)

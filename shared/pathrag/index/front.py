@@ -69,6 +69,9 @@ from ..vectors.items import aput_vectors, entity_vector_item, relation_vector_it
 from . import inspection
 from .backend import IndexBackend
 from .commit import Committer
+from .estimate import IndexEstimate
+from .extract import select
+from .extractors import Extractor, as_extractor
 from .opening import open_parts
 from .plan import RecordsToAdd
 from .rebuild import Summariser
@@ -120,6 +123,13 @@ class PathRAGIndex:
     :class:`MissingEmbedderError` (a write before changing anything). Without a directory, or with one
     that holds no store yet, pass an embedder.
 
+    ``extractor`` turns chunks into records: ``"llm"`` (the default) asks ``llm``; ``"lexical"`` needs no model
+    at all (names and the sentences joining them, see :mod:`pathrag.index.lexical`), so with the
+    :class:`~pathrag.HashingEmbedder` a folder is indexed with no key and no network. One store holds both kinds:
+    indexing a document again with the other extractor replaces its records (see
+    :mod:`pathrag.index.extractors`). With ``llm`` given, the lexical index still asks it for description
+    summaries and query keywords.
+
     ``backend`` keeps the index somewhere else: an :class:`~pathrag.index.backend.IndexBackend` of your own
     (one class; :class:`pathrag.testing.IndexBackendContract` is its test suite). By default it is the
     SQLite store of ``directory``, or memory without one.
@@ -144,9 +154,11 @@ class PathRAGIndex:
         embedder_name: str | None = None,
         backend: IndexBackend | None = None,
         check_on_open: bool = True,
+        extractor: str | Extractor = "llm",
     ) -> None:
         self.config = config = config or IndexConfig()
         self.llm = as_language_model(llm) if llm is not None else None
+        self.extractor = as_extractor(extractor)
         parts = open_parts(
             directory,
             embedder=embedder,
@@ -179,7 +191,16 @@ class PathRAGIndex:
             token_counter=config.token_counter,
         )
         committer = Committer(backend, self.graph, self.vector_indexes, lock_timeout=config.lock_timeout)
-        self._writer = Writer(config, backend, self._records, committer, summariser, lambda: self.llm, self._embedder)
+        self._writer = Writer(
+            config,
+            backend,
+            self._records,
+            committer,
+            summariser,
+            lambda: self.llm,
+            lambda: self.extractor,
+            self._embedder,
+        )
         self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         if check_on_open:
             self.quick_check()
@@ -220,20 +241,16 @@ class PathRAGIndex:
 
     # -- public API --------------------------------------------------------------------------------
 
-    def _operation_lock(self) -> asyncio.Lock:
-        """One insert or delete at a time (per event loop: the sync twins each run their own loop)."""
+    @contextlib.asynccontextmanager
+    async def _writing(self) -> AsyncIterator[None]:
+        """One write of this index at a time: per event loop (a lock of that loop's) and, for a directory,
+        announced to other processes: with ``lock_timeout`` 0 it is refused at once while another process
+        writes; otherwise they extract side by side and take turns to plan and apply (see
+        :meth:`pathrag.sqlite.WriterLock.abegin`)."""
         loop = asyncio.get_running_loop()
         if self._lock is None or self._lock[0] is not loop:
             self._lock = (loop, asyncio.Lock())
-        return self._lock[1]
-
-    @contextlib.asynccontextmanager
-    async def _writing(self) -> AsyncIterator[None]:
-        """One write of this index at a time: per event loop (the operation lock), across threads (each sync
-        call runs its own loop) and, for a directory, announced to other processes: with ``lock_timeout``
-        0 it is refused at once while another process writes; otherwise they extract side by side and take
-        turns to plan and apply (see :meth:`pathrag.sqlite.WriterLock.abegin`)."""
-        async with self._operation_lock(), self._backend.writing(self.config.lock_timeout):
+        async with self._lock[1], self._backend.writing(self.config.lock_timeout):
             yield
 
     @property
@@ -265,6 +282,29 @@ class PathRAGIndex:
     def insert(self, documents: Iterable[Document | str]) -> InsertSummary:
         """Sync twin of :meth:`ainsert` (safe to call from inside a running event loop)."""
         return run_sync(self.ainsert(documents))
+
+    def estimate(self, documents: Iterable[Document | str]) -> IndexEstimate:
+        """What :meth:`insert` of ``documents`` would cost: calls and tokens, with no model call and no write
+        (see :mod:`pathrag.index.estimate`; unchanged documents and chunks extracted already cost nothing).
+
+        >>> from pathrag import HashingEmbedder
+        >>> index = PathRAGIndex(embedder=HashingEmbedder(64))
+        >>> cost = index.estimate(["Mara Quill sails the Gull to Saltmere."])
+        >>> cost.chunks_to_extract, cost.calls, cost.max_calls
+        (1, 1, 2)
+        """
+        estimate = IndexEstimate(extractor=self.extractor.name)
+        seen: dict[str, str] = {}
+        self._backend.refresh()
+        for batch in _batches(iter_documents(documents), INSERT_BATCH):
+            chosen = select(batch, set(), seen, self._records, self.extractor)
+            estimate.documents += len(chosen.todo)
+            estimate.unchanged += chosen.unchanged
+            estimate.chunks += len(chosen.planned)
+            for cid in chosen.missing:
+                text = chosen.planned[cid][0]
+                estimate.add(self.extractor.cost(text, self.config.extraction, self.config.token_counter))
+        return estimate
 
     async def adelete(self, document_ids: Iterable[str]) -> DeleteSummary:
         """Remove documents; what only they supported disappears, the rest is rebuilt without an LLM

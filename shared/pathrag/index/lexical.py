@@ -34,15 +34,19 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ..models import Entity, Relation
-from ..names import normalize_name
-from ..query.linking import _FUNCTION_WORDS
+from ..names import FUNCTION_WORDS as _FUNCTION_WORDS
+from ..names import normalize_name, replace_surrogates
 from .extraction import ExtractionResult
 
-__all__ = ["MAX_LINK_WORDS", "LEXICAL_LANGUAGE", "lexical_records"]
+__all__ = ["MAX_DESCRIPTION_CHARS", "MAX_LINK_WORDS", "LEXICAL_LANGUAGE", "lexical_records"]
 
 #: The words between two names that become a relation's keywords when they are this few or fewer ("founded
 #: by", "a village in"); a longer stretch is left to the description.
 MAX_LINK_WORDS = 5
+
+#: The longest description a record takes from its sentence, in characters: a longer sentence (a line with no
+#: sentence punctuation, a table flattened to one line) gives the stretch around the names instead.
+MAX_DESCRIPTION_CHARS = 600
 
 #: The language ``sentencex`` segments by; its rules for English handle abbreviations ("Dr.", "U.S.").
 LEXICAL_LANGUAGE = "en"
@@ -150,9 +154,32 @@ def _between(sentence: str, left: _Mention, right: _Mention) -> tuple[str, ...]:
     return (" ".join(words).lower(),)
 
 
+def _excerpt(sentence: str, start: int, end: int) -> str:
+    """``sentence``, or when it is longer than :data:`MAX_DESCRIPTION_CHARS` the stretch around ``start:end``
+    (the names a record is about), cut at spaces and marked with ``…`` where it was cut."""
+    if len(sentence) <= MAX_DESCRIPTION_CHARS:
+        return sentence
+    room = max(MAX_DESCRIPTION_CHARS - (end - start), 0) // 2
+    lo, hi = max(start - room, 0), min(end + room, len(sentence))
+    if end - start > MAX_DESCRIPTION_CHARS:  # two names far apart: their beginnings and ends only
+        half = MAX_DESCRIPTION_CHARS // 2
+        return f"{_cut(sentence, start, start + half)} … {_cut(sentence, end - half, end)}"
+    return _cut(sentence, lo, hi)
+
+
+def _cut(sentence: str, lo: int, hi: int) -> str:
+    """``sentence[lo:hi]`` without the words cut at either end, with ``…`` on a side that was cut."""
+    part = sentence[lo:hi]
+    if lo > 0 and " " in part:
+        part = "… " + part.split(" ", 1)[1]
+    if hi < len(sentence) and " " in part:
+        part = part.rsplit(" ", 1)[0] + " …"
+    return part.strip()
+
+
 def lexical_records(text: str, source_id: str) -> ExtractionResult:
     """The entities and relations of one chunk by the rules of the module docstring, citing ``source_id``."""
-    sentences = list(_sentences(text))
+    sentences = list(_sentences(replace_surrogates(text)))  # sentencex encodes the text: no lone surrogate
     capitals = _capitals_inside_sentences(sentences)
     entities: dict[str, Entity] = {}
     relations: dict[frozenset[str], Relation] = {}
@@ -163,7 +190,10 @@ def lexical_records(text: str, source_id: str) -> ExtractionResult:
             if mention.name not in entities:
                 kind = "number" if mention.name.replace(" ", "").isdigit() else ""
                 entities[mention.name] = Entity(
-                    name=mention.name, type=kind, description=sentence, source_ids=(source_id,)
+                    name=mention.name,
+                    type=kind,
+                    description=_excerpt(sentence, mention.start, mention.end),
+                    source_ids=(source_id,),
                 )
         pairs = [
             (left, right, _between(sentence, left, right))
@@ -180,7 +210,7 @@ def lexical_records(text: str, source_id: str) -> ExtractionResult:
                 relations[key] = Relation(
                     source=left.name,
                     target=right.name,
-                    description=sentence,
+                    description=_excerpt(sentence, left.start if left.end else right.start, right.end),
                     keywords=keywords,
                     source_ids=(source_id,),
                 )

@@ -23,6 +23,7 @@ from ..vectors.base import VectorItem
 from ..vectors.items import aput_vectors
 from .commit import Committer
 from .extract import select
+from .extractors import Extractor
 from .rebuild import Rebuilt, Summariser, rebuild, sync_chunk_vectors
 from .records import DocumentRecord, RecordTables
 from .values import DeleteSummary, Document, InsertSummary
@@ -85,11 +86,12 @@ class Planner:
         run: OperationCalls,
         ask: Ask | None,
         phase: Phase,
+        extractor: Extractor,
     ) -> InsertSummary | None:
         """Claim the extracted chunks for the new and changed documents and rebuild what they touch.
         ``None`` (nothing planned): a chunk to claim is missing (another writer dropped it since it was
         extracted: extract again)."""
-        chosen = select(documents, failed, seen, self.records)
+        chosen = select(documents, failed, seen, self.records, extractor)
         if chosen.missing:
             return None
         summary = InsertSummary(unchanged=chosen.unchanged)

@@ -188,6 +188,11 @@ class InsertSummary:
     """Ids of documents the index already held that got new content (counted in ``documents`` too)."""
     records_dropped: int = 0
     """Extracted records over the per-chunk cap (:func:`pathrag.index.extraction.max_records_for`), not kept."""
+    records_skipped: int = 0
+    """Malformed records of the model's answers (missing fields, an empty name), not kept."""
+    records_ungrounded: int = 0
+    """Records naming what their chunk never spells (the prompt's examples parroted, records for another text;
+    see :mod:`pathrag.index.grounding`), not kept."""
 
     @property
     def tokens(self) -> int:

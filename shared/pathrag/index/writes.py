@@ -31,6 +31,7 @@ from ..vectors.embedders import LazyEmbedder
 from .backend import IndexBackend
 from .commit import Committer
 from .extract import extract_chunks, select
+from .extractors import Extractor
 from .plan import Ask, Planner, RecordsToAdd
 from .rebuild import Summariser
 from .records import RecordTables
@@ -51,6 +52,7 @@ class Writer:
         committer: Committer,
         summariser: Summariser,
         llm: Callable[[], LanguageModel | None],
+        extractor: Callable[[], Extractor],
         embedder: Embedder | None,
     ) -> None:
         self.config = config
@@ -58,6 +60,7 @@ class Writer:
         self.records = records
         self.committer = committer
         self._llm = llm
+        self._extractor = extractor
         self._embedder = embedder
         self._calls = LLMCaller(
             backend.cache,
@@ -81,10 +84,11 @@ class Writer:
         run = OperationCalls(self.config.max_concurrency)
         failed: set[str] = set()
         shown = False
+        extractor = self._extractor()  # one extractor for the whole write
         while True:
             # 1. what to extract, with no lock but this index's own
             self.backend.refresh()
-            chosen = select(documents, failed, seen, self.records)
+            chosen = select(documents, failed, seen, self.records, extractor)
             if chosen.todo and not shown:
                 shown = True
                 self.check_writable()  # before paying for any LLM call
@@ -93,9 +97,11 @@ class Writer:
             # save the same chunk, the first one is kept)
             missing = {cid: chosen.planned[cid] for cid in chosen.missing}
             del chosen  # selected again while planning: not held twice
-            failed |= await self._extract(missing, run, summary)
+            failed |= await self._extract(missing, run, summary, extractor)
             # 3. plan and apply
-            plan = functools.partial(self.planner.insert, documents, set(failed), seen, run, self._asker(), self.phase)
+            plan = functools.partial(
+                self.planner.insert, documents, set(failed), seen, run, self._asker(), self.phase, extractor
+            )
             done = await self.committer.commit(plan)
             if done is not None:
                 break
@@ -107,18 +113,24 @@ class Writer:
         return summary
 
     async def _extract(
-        self, planned: dict[str, tuple[str, list[str]]], run: OperationCalls, summary: InsertSummary
+        self,
+        planned: dict[str, tuple[str, list[str]]],
+        run: OperationCalls,
+        summary: InsertSummary,
+        extractor: Extractor,
     ) -> set[str]:
-        """Extract ``planned`` chunks with the index's LLM; the ids of those that failed."""
-        if planned and self._llm() is None:
-            raise ValueError("this index has no llm, so it cannot extract new chunks")
+        """Extract ``planned`` chunks by ``extractor`` (with the index's LLM, if any); the ids of those that failed."""
+        has_llm = self._llm() is not None
+        if planned and not has_llm and extractor.uses_llm:
+            raise ValueError("this index has no llm, so it cannot extract new chunks (or pass extractor='lexical')")
         return await extract_chunks(
             planned,
-            lambda prompt: self._ask(prompt, run),
+            (lambda prompt: self._ask(prompt, run)) if has_llm else None,
             self.config.extraction,
             self.records,
             summary,
             run,
+            extractor=extractor,
             max_concurrency=self.config.max_concurrency,
             show_progress=self.config.show_progress,
         )

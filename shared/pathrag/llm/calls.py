@@ -18,6 +18,7 @@ from ..errors import ModelUnreachable
 from ..ids import digest
 from ..names import replace_surrogates
 from .client import LanguageModel
+from .overflow import is_context_overflow
 from .tokens import TokenCounter, count_tokens
 
 __all__ = ["AnswerCache", "LLMCaller", "OperationCalls", "cache_key"]
@@ -105,5 +106,8 @@ class LLMCaller:
 
 
 def _worth_retrying(error: BaseException) -> bool:
-    """Any failure of a call is tried again, but a refused connection: nothing listens at that address."""
-    return isinstance(error, Exception) and not (isinstance(error, ModelUnreachable) and error.refused)
+    """Any failure of a call is tried again, but a refused connection (nothing listens at that address) and a
+    prompt longer than the model's context window."""
+    if not isinstance(error, Exception) or is_context_overflow(error):
+        return False  # a prompt too long for the model's window gets the same answer every time
+    return not (isinstance(error, ModelUnreachable) and error.refused)

@@ -30,6 +30,7 @@ __all__ = [
     "ExtractionExample",
     "GLEANING_PROMPT",
     "SUMMARY_PROMPT",
+    "KEYWORDS_EXAMPLE",
     "KEYWORDS_PROMPT",
     "CONTEXT_TEMPLATE",
     "EVIDENCE_TEMPLATE",
@@ -214,15 +215,25 @@ def build_summary_prompt(
 
 # -- query time --------------------------------------------------------------------------------------
 
-KEYWORDS_PROMPT = """Pick the search keywords for a question that will be answered from a knowledge graph.
+#: The example answer of :data:`KEYWORDS_PROMPT`: a keyword answer copying it is not used (see
+#: :mod:`pathrag.query.keyword_check`).
+KEYWORDS_EXAMPLE = (
+    '{"high_level": ["flood defence", "accountability"], "low_level": ["Saltgate Barrier", "Greyfen Marine Company"]}'
+)
+
+KEYWORDS_PROMPT = (
+    """Pick the search keywords for a question that will be answered from a knowledge graph.
 - "high_level": up to 5 broad themes or concepts the question is about.
 - "low_level": up to 8 specific names the question mentions or needs: people, places, organisations, events, objects, \
 terms. Use the exact names from the question.
 Reply with one JSON object and nothing else, for example:
-{{"high_level": ["flood defence", "accountability"], "low_level": ["Saltgate Barrier", "Greyfen Marine Company"]}}
+"""
+    + KEYWORDS_EXAMPLE.replace("{", "{{").replace("}", "}}")
+    + """
 
 Question: {question}
 JSON:"""
+)
 
 #: The context an answering model reads: the question first, then the paths from least to most
 #: reliable, so that the most reliable one sits right before the instructions.

@@ -24,6 +24,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+from ..names import FUNCTION_WORDS as _FUNCTION_WORDS
 from ..names import normalize_name
 
 __all__ = ["MAX_NAME_WORDS", "NameSpan", "linked_names", "name_spans"]
@@ -36,13 +37,6 @@ MAX_NAME_WORDS = 8
 #: words, and the lookup stays one bounded batch whatever is pasted in.
 MAX_QUESTION_WORDS = 400
 
-# Words that are never a name on their own: articles, prepositions, pronouns, auxiliaries and question words.
-_FUNCTION_WORDS = frozenset(
-    """a an the of in on at to for by with from into onto over under about after before between through during
-    and or nor but if then than as so that this these those it its it's they them their there here
-    is was are were be been being am do does did done has have had having can could will would shall should may
-    might must who whom whose what which when where why how whoever whatever whichever not no yes""".split()
-)
 _EDGE_PUNCTUATION = "?!.,;:\"'()[]{}“”‘’«»"
 _POSSESSIVE = re.compile(r"['’]s$", re.IGNORECASE)
 

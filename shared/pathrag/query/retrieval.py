@@ -55,6 +55,7 @@ from ..models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem,
 from ..params import RetrievalParams
 from ..vectors.base import VectorHit, VectorIndex, VectorItem
 from .context import path_lookups, path_names, path_pairs, path_relations, render_chain, render_entity, render_path
+from .keyword_check import checked_keywords
 from .linking import linked_names, name_spans
 from .passage_rank import PassageRank, named_source, paths_source, ranked_ids, read_passages, similar_source, spread
 from .pruning import afind_key_paths, find_key_paths
@@ -129,7 +130,13 @@ def parse_keywords(text: str) -> Keywords | None:
 
 def _keywords_or_query(query: str, answer: str | None) -> Keywords:
     parsed = parse_keywords(answer) if answer is not None else None
-    return parsed or Keywords(low_level=(query,))
+    checked = checked_keywords(query, parsed) if parsed is not None else None  # a parroted answer is not used
+    if parsed is not None and checked is None:
+        logger.warning(
+            "the keyword answer names nothing in the question (or copies the prompt's example): "
+            "searching with the question"
+        )
+    return checked or Keywords(low_level=(query,))
 
 
 def _search_terms(query: str, keywords: Keywords) -> tuple[str, ...]:
