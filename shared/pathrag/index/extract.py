@@ -2,13 +2,15 @@
 
 :func:`select` reads the committed state and says what an insert of some documents changes; it runs
 before extraction (to know what to extract) and again while planning (see :mod:`pathrag.index.plan`),
-since another writer may have committed meanwhile. :func:`extract_chunks` asks the LLM for the records of
-each chunk still to extract and saves them the moment they arrive, so that a re-run after a crash (even
-``kill -9``) re-extracts only the chunks whose records were not saved.
+since another writer may have committed meanwhile. :func:`extract_chunks` asks the index's extractor (the
+LLM, or the model-free rules) for the records of each chunk still to extract and saves them the moment they
+arrive, so that a re-run after a crash (even ``kill -9``) re-extracts only the chunks whose records were not
+saved.
 
 >>> from pathrag import Document
+>>> from pathrag.index.extractors import as_extractor
 >>> from pathrag.index.tables import MemoryRecordTables
->>> chosen = select([Document(text="Alice flies.", id="a")], set(), {}, MemoryRecordTables())
+>>> chosen = select([Document(text="Alice flies.", id="a")], set(), {}, MemoryRecordTables(), as_extractor("llm"))
 >>> list(chosen.todo), chosen.unchanged, len(chosen.missing)
 (['a'], 0, 1)
 """
