@@ -154,17 +154,10 @@ def index(
     ),
 ) -> None:
     """Extract entities and relations from documents into the store (re-running skips unchanged files)."""
-    if chunk_size < 1:
-        raise CliError(f"--chunk-size must be at least 1 token, not {chunk_size}", code=2)
-    if not 0 <= chunk_overlap < chunk_size:
-        raise CliError(
-            f"--chunk-overlap must be at least 0 and less than --chunk-size ({chunk_size}), not {chunk_overlap}", code=2
-        )
     lexical = extractor is ExtractorKind.lexical
+    _check_index_options(chunk_size, chunk_overlap, embedding_model)
     if not (lexical or estimate) and replay is None and lazy_language_model(model) is None:  # said before reading
         raise CliError(f"indexing extracts entities with a language model: {NO_KEY}, or add --extractor lexical")
-    if embedding_model is not None:
-        embedding_spec(embedding_model)  # an unknown provider: said before anything is read, too
     earlier: dict[str, str] = {}
     files = collect_files(paths, id_prefix=id_prefix, earlier_ids=earlier)
     # before the model and the core are loaded, and the files read (PDFs are slow): a first sign of life
@@ -178,12 +171,7 @@ def index(
         )
         print_estimate(store, docs, extractor.value, keep)
         return
-    from pathrag.index.extraction import DEFAULT_MAX_ANSWER_TOKENS as cap  # the output cap, sent with every call
-
-    # the lexical index asks no model for anything: it costs nothing, whatever key is set
-    llm = (
-        None if lexical else replay_llm(replay) or (language_model(chat, cap) if (chat := chat_model(model)) else None)
-    )
+    llm = None if lexical else _extraction_llm(replay, model)  # lexical asks no model: it costs nothing, key or not
     if llm is None and not lexical:
         raise CliError(f"indexing extracts entities with a language model: {NO_KEY}, or add --extractor lexical")
     docs = read_documents(files, chunk_size, chunk_overlap)
@@ -204,6 +192,31 @@ def index(
         except KeyboardInterrupt:
             raise CliError(_interrupted(idx, docs, store), code=130) from None
         stats = idx.stats()
+    _report_insert(store, summary, stats)
+
+
+def _check_index_options(chunk_size: int, chunk_overlap: int, embedding_model: str | None) -> None:
+    """``index``'s options that can be refused before anything is read."""
+    if chunk_size < 1:
+        raise CliError(f"--chunk-size must be at least 1 token, not {chunk_size}", code=2)
+    if not 0 <= chunk_overlap < chunk_size:
+        raise CliError(
+            f"--chunk-overlap must be at least 0 and less than --chunk-size ({chunk_size}), not {chunk_overlap}", code=2
+        )
+    if embedding_model is not None:
+        embedding_spec(embedding_model)  # an unknown provider: said before anything is read, too
+
+
+def _extraction_llm(replay: Path | None, model: str) -> Any:
+    """The model ``index`` extracts with: a replay of recorded answers, else the chat model (``None``: no key),
+    its answers capped as every extraction call's are."""
+    from pathrag.index.extraction import DEFAULT_MAX_ANSWER_TOKENS as cap
+
+    return replay_llm(replay) or (language_model(chat, cap) if (chat := chat_model(model)) else None)
+
+
+def _report_insert(store: Path, summary: InsertSummary, stats: dict[str, int]) -> None:
+    """What ``index`` did, then every chunk that failed; a failure makes the command fail."""
     report(
         f"Indexed into {store}:",
         [
