@@ -622,8 +622,8 @@ def demo(
             "--format html > demo.html"
         )
     typer.echo(
-        "Next, your own documents (extraction needs OPENAI_API_KEY; retrieval does not):\n"
-        "  pathrag index ./my-docs --store ./my-store\n"
+        "Next, your own documents (LLM extraction needs OPENAI_API_KEY; --extractor lexical and retrieval do not):\n"
+        "  pathrag index ./my-docs --store ./my-store [--extractor lexical]\n"
         '  pathrag paths "How is A connected to B?" --store ./my-store --format html > paths.html\n'
         '  pathrag query "How is A connected to B?" --store ./my-store'
     )
