@@ -43,7 +43,8 @@ from .retrievers import LaidOut, PathRAGRetriever
 
 __all__ = ["PATHRAG_PROMPT", "create_pathrag_chain", "format_context", "format_paths"]
 
-#: Variables ``context`` (question and evidence, from :func:`format_context`) and ``instructions``;
+#: Variables ``context`` (question and evidence: a PathRAGRetriever's own laid-out context, else
+#: :func:`format_context` of the documents) and ``instructions``;
 #: ``question`` is given too, for prompts of your own.
 PATHRAG_PROMPT = ChatPromptTemplate.from_messages([("human", "{context}\n\n{instructions}")])
 
@@ -54,8 +55,9 @@ def _is_path(doc: Document) -> bool:
 
 
 def _score(doc: Document) -> float:
+    """A document's own score: its kind's (``raw_score``, a path's reliability) when it has one."""
     try:
-        return float(doc.metadata.get("score", 0.0))
+        return float(doc.metadata.get("raw_score", doc.metadata.get("score", 0.0)))
     except (TypeError, ValueError):
         return 0.0
 
@@ -99,7 +101,10 @@ def format_context(
     A met B.
     """
     layout = "paths" if docs and all(doc.metadata.get("layout") == "paths" for doc in docs) else "evidence"
-    items = [RetrievedItem.from_metadata(doc.metadata, doc.page_content, id=doc.id) for doc in docs]
+    items = [
+        RetrievedItem.from_metadata(doc.metadata, doc.page_content, id=key)
+        for doc, key in zip(docs, _item_ids(docs), strict=True)
+    ]
     return items_context(question, items, layout, max_tokens=max_tokens)
 
 
@@ -117,9 +122,11 @@ class _Unset(enum.Enum):
     BUDGET = 0
 
 
-def _item_id(doc: Document) -> str:
-    """The id a document's item has in a laid-out context (as ``RetrievedItem.from_metadata`` reads it)."""
-    return str(doc.metadata.get("id") or doc.id or "")
+def _item_ids(docs: Sequence[Document]) -> list[str]:
+    """The id each document's item has in a laid-out context: its metadata's ``id`` (as
+    ``RetrievedItem.from_metadata`` reads it), else its own, else its position (``doc-1``...), so that two
+    documents without one stay two items."""
+    return [str(doc.metadata.get("id") or doc.id or f"doc-{n}") for n, doc in enumerate(docs, start=1)]
 
 
 def _laying_out(retriever: Runnable[str, list[Document]], max_tokens: int | None | _Unset) -> Runnable[str, LaidOut]:
@@ -144,7 +151,8 @@ def _laying_out(retriever: Runnable[str, list[Document]], max_tokens: int | None
     def lay_out(question: str, docs: list[Document]) -> LaidOut:
         context = format_context(question, docs, max_tokens=limit)
         shown = {item.id for item in context.items}
-        return LaidOut([doc for doc in docs if _item_id(doc) in shown], context)
+        kept = [(key, doc) for key, doc in zip(_item_ids(docs), docs, strict=True) if key in shown]
+        return LaidOut([doc for _, doc in kept], context, tuple(key for key, _ in kept))
 
     def other(question: str, config: RunnableConfig) -> LaidOut:
         return lay_out(question, retriever.invoke(question, config))
@@ -167,7 +175,7 @@ def _with_paths(answered: Mapping[str, Any]) -> dict[str, Any]:
 def _with_sources(answered: Mapping[str, Any]) -> dict[str, Any]:
     """The answer, the documents it cites (``sources``) and, apart, every document its prompt held (``sent``)."""
     laid_out: LaidOut = answered["laid_out"]
-    by_id = {_item_id(doc): doc for doc in laid_out.documents}
+    by_id = dict(zip(laid_out.ids or _item_ids(laid_out.documents), laid_out.documents, strict=True))
     cited = [by_id[item.id] for item in cited_items(answered["answer"], laid_out.context) if item.id in by_id]
     return {
         "question": answered["question"],

@@ -368,6 +368,9 @@ class LaidOut(NamedTuple):
 
     documents: list[Document]
     context: PathContext
+    ids: tuple[str, ...] = ()
+    """The id of each document's item in ``context`` when it is not the document's own (a document
+    without an id); empty: read from the documents."""
 
 
 #: The keyword argument through which invoke_laid_out receives the context (never a retrieval setting)

@@ -375,7 +375,7 @@ def query(
     with opened(store, embedding_model=embedding_model, llm=llm) as idx:
         result = _retrieve(idx, question, params)
         laid_out = result_context(result)  # within the retrieval's budget
-        shown = sources(idx, laid_out)
+        shown = sources(laid_out)
     prompt = answer_prompt(laid_out)
     if context_only or chat is None or llm is None:
         if json_output:  # nothing is cited yet: every item is what would be sent

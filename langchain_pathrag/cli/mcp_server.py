@@ -183,7 +183,7 @@ def build_server(
         with opened(store, embedding_model=embedding_model) as index:
             result = _retrieve(index, question, params)
             laid_out = result_context(result)
-            shown = sources(index, laid_out)
+            shown = sources(laid_out)
         return {"question": result.query, "context": laid_out.text, "tokens": laid_out.tokens, "sources": shown}
 
     @server.tool(annotations=read_only, structured_output=True)
@@ -267,7 +267,7 @@ def _add_query(
         with opened(store, embedding_model=embedding_model) as index:
             result = _retrieve(index, question, params)
             laid_out = result_context(result)
-            shown = sources(index, laid_out)
+            shown = sources(laid_out)
         answer = llm.complete(answer_prompt(laid_out))
         return {
             "question": result.query,

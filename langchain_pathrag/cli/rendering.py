@@ -144,25 +144,21 @@ def as_json(result: RetrievalResult) -> dict[str, Any]:
     }
 
 
-def sources(index: PathRAGIndex, context: PathContext) -> list[dict[str, Any]]:
+def sources(context: PathContext) -> list[dict[str, Any]]:
     """What a context shows, best first, each with its ``number`` in the prompt (what an answer's ``[n]``
-    cites) and the documents its chunks belong to (``pathrag query``)."""
-    chunks = index.chunks
+    cites) and the ids of the documents it comes from, as the retrieval read them (only the matching ones
+    under a filter; none for an imported passage) (``pathrag query``)."""
     numbers = {item.id: n for n, item in enumerate(context.items, start=1)}
     relevance = relevance_scores(context.items)
     shown = []
     for item in context.ranked:
-        # the retrieval's own (read with it, and only the matching ones under a filter); else the chunks' claims
-        documents = [doc.id for doc in item.documents] or list(
-            dict.fromkeys(doc for cid in item.source_ids if (c := chunks.get(cid)) is not None for doc in c.refs)
-        )
         shown.append(
             {
                 "number": numbers.get(item.id),
                 **item.metadata(),
                 "score": relevance.get(item.id, 0.0),
                 "raw_score": item.score,
-                "documents": list(documents),
+                "documents": [doc.id for doc in item.documents],
                 "text": item.text,
             }
         )

@@ -31,6 +31,7 @@ _LOCK = threading.Lock()
 _LOOP: asyncio.AbstractEventLoop | None = None
 _THREAD: threading.Thread | None = None
 _PID: int | None = None  # a forked child has the parent's loop object but not its thread: make a new one
+_PRIVATE = threading.local()  # set in a worker thread running its own loop (see _run_in_private_loop)
 
 
 def shared_loop() -> asyncio.AbstractEventLoop:
@@ -72,14 +73,15 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     runs in the caller's loop, which is blocked while it waits (work scheduled there would deadlock), and
     the caller's context variables (LangChain's parent run, for one) travel with it. Only a call made from
     inside the shared loop itself (sync code that a coroutine of ours calls) runs in a private loop on a
-    worker thread, since waiting there for the shared loop would wait forever.
+    worker thread, since waiting there for the shared loop would wait forever; so does a call from such a
+    worker (the shared loop is still blocked, waiting for it).
     """
     loop = shared_loop()
     try:
         running = asyncio.get_running_loop()
     except RuntimeError:
         running = None
-    if running is loop:
+    if running is loop or getattr(_PRIVATE, "active", False):
         return _run_in_private_loop(coro)
     job = _Job(coro)
     loop.call_soon_threadsafe(job.start)  # the callback, and so the task it makes, runs in this thread's context
@@ -143,6 +145,7 @@ def _run_in_private_loop(coro: Coroutine[Any, Any, T]) -> T:
     errors: list[BaseException] = []
 
     def target() -> None:
+        _PRIVATE.active = True
         try:
             values.append(asyncio.run(coro))
         except BaseException as exc:  # re-raised in the caller's thread

@@ -92,8 +92,12 @@ def _canonical(value: Any) -> str:
     def normal(v: Any) -> Any:
         if isinstance(v, bool) or v is None or isinstance(v, str):
             return v
-        if isinstance(v, (int, float)):
-            return float(v) if math.isfinite(v) else str(v)
+        if isinstance(v, int):
+            return v  # exact, however large: 64-bit user ids must not meet as floats
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                return str(v)
+            return int(v) if v.is_integer() else v
         if isinstance(v, (list, tuple)):
             return [normal(x) for x in v]
         if isinstance(v, Mapping):

@@ -59,12 +59,13 @@ E|Mara Quill
 R|Mara Quill|Mara Quill|self|Not a relation.
 E||person|No name.
 END
-E|After The End|person|Ignored.
+E|After The End|person|Read too: a model echoing the prompt answers after the example's END.
 ```"""
     result = parse_compact(answer, chunk_id="c")
     assert [(e.name, e.type, e.description) for e in result.entities] == [
         ("MARA QUILL", "person", "A sailor|who also mends nets."),  # a "|" inside is kept
         ("TARN POINT", "location", "A headland."),
+        ("AFTER THE END", "person", "Read too: a model echoing the prompt answers after the example's END."),
     ]
     assert [(r.pair, r.keywords, r.source_ids) for r in result.relations] == [
         (("MARA QUILL", "SALTMERE"), ("home port",), ("c",))
@@ -77,6 +78,9 @@ def test_an_echoing_model_adds_nothing_and_records_for_another_text_go() -> None
     index, _ = compact_index(lambda prompt: prompt)  # the prompt's own template lines, parroted
     summary = index.insert([CHUNK])
     assert (summary.entities, summary.relations) == (0, 0)
+    echo_then_answer, _ = compact_index(lambda prompt: prompt + "\n" + ANSWER)  # the example's END, then its own
+    summary = echo_then_answer.insert([CHUNK])
+    assert summary.entities > 0 and summary.relations > 0  # the records after the echoed END are read
     other, _ = compact_index(ANSWER.replace("Saltmere", "Ossely"))
     summary = other.insert([CHUNK])
     assert (summary.records_ungrounded, summary.entities, summary.relations) == (2, 2, 1)

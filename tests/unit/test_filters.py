@@ -322,3 +322,11 @@ def test_the_stores_prefilter_never_drops_a_matching_document(rows: list[dict], 
     where, params = _prefilter(wanted)
     kept = {doc_id for (doc_id,) in db.execute(f"SELECT id FROM documents{where}", params)}
     assert {str(n) for n, row in enumerate(rows) if matches(row, wanted)} <= kept
+
+
+def test_numbers_match_exactly_however_large() -> None:
+    big = 2**53  # as a float, 2**53 + 1 is 2**53: two 64-bit user ids must not meet
+    assert not matches({"user": big + 1}, {"user": big})
+    assert matches({"user": big + 1}, {"user": {"$in": [big + 1]}})
+    assert matches({"page": 1}, {"page": 1.0}) and not matches({"flag": True}, {"flag": 1})
+    assert not matches({"user": 10**400}, {"user": 10**400 + 1}) and matches({"user": 10**400}, {"user": 10**400})

@@ -125,6 +125,20 @@ async def test_return_sources_gives_what_the_answer_cites_apart_from_what_was_se
         create_pathrag_chain(retriever, ScriptedChatModel(), return_sources=True, return_paths=True)
 
 
+def test_documents_without_ids_from_another_retriever_are_cited_one_by_one():
+    from langchain_core.runnables import RunnableLambda
+
+    ana = Document(page_content="Ana lives in Oslo.", metadata={"kind": "passage", "score": 0.5})
+    ben = Document(page_content="Ben lives in Rome.", metadata={"kind": "passage", "score": 0.9})
+    retriever = RunnableLambda(lambda question: [ben, ana])  # not a PathRAGRetriever: laid out by the chain
+    chain = create_pathrag_chain(retriever, ScriptedChatModel(answer="Ana: Oslo [1]."), return_sources=True)
+    result = chain.invoke("Where does Ana live?")
+    assert result["sources"] == [ana]  # passage 1, the less relevant one, is Ana's
+    assert result["sent"] == [ben, ana]
+    tight = create_pathrag_chain(retriever, ScriptedChatModel(answer="[1]"), return_sources=True, max_tokens=40)
+    assert tight.invoke("Where does Ana live?")["sent"] == [ben]  # what the budget cut was not sent
+
+
 async def test_invoke_ainvoke_batch_stream_astream_agree():
     chain = create_pathrag_chain(indexer().as_retriever(llm=None, k=3), streaming_model())
     assert chain.invoke(QUESTION) == ANSWER

@@ -169,6 +169,11 @@ def test_errors_and_nested_calls_from_the_shared_loop() -> None:
 
     assert run_sync(nested()) == 1
 
+    async def twice_nested() -> int:  # sync over async inside sync over async: the shared loop waits twice
+        return run_sync(nested()) + 1
+
+    assert run_sync(twice_nested()) == 2
+
 
 def test_three_sync_llama_index_extractor_runs_with_a_real_async_openai_client(endpoint: str) -> None:
     import openai

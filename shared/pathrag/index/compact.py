@@ -19,7 +19,8 @@ Parsing (:func:`parse_compact`) never raises: a line starting with ``E`` or ``R`
 ``relation``, ``relationship``; bullets, numbers and code fences are ignored) and the ``|`` delimiter is a
 record; one with too few fields, an empty name or a relation from a name to itself is skipped and counted; a
 relation line of three fields has no keywords (``R|name|name|description``, as weak models write it); a
-description holding ``|`` is joined back; reading stops at the ``END`` line. Names, types, keywords and
+description holding ``|`` is joined back; an ``END`` line is passed over (a model echoing the prompt writes its
+own records after the example's END). Names, types, keywords and
 descriptions are cleaned as every record is (:mod:`pathrag.names`), records naming what the chunk never
 spells are dropped (:mod:`pathrag.index.grounding`), and at most :func:`~pathrag.index.extraction.max_records_for`
 records are kept. A prompt over the model's window is handled as the paper's extraction does (halves).
@@ -89,7 +90,9 @@ def parse_compact(text: str, *, chunk_id: str | None = None, max_records: int | 
     result = ExtractionResult()
     for line in replace_surrogates(text).splitlines():
         if line.strip().strip("`").upper() == "END":
-            break
+            # not the end of reading: a model that echoes the prompt's example (which ends with END) writes
+            # its own records after it; the echoed ones name nothing in the chunk and are dropped by grounding
+            continue
         match = _LINE.match(line)
         if match is None:
             continue

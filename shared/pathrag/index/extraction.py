@@ -450,8 +450,9 @@ async def extract_records(
 ) -> ChunkExtraction:
     """Extract a chunk with at most ``1 + config.max_gleaning`` calls to ``ask``.
 
-    Gleaning stops early once an answer brings no new entity name and no new relation pair. Every answer is cut
-    to the output cap (:attr:`ExtractionConfig.max_answer_tokens`). Records naming what the chunk never spells
+    Gleaning stops early once an answer brings no new entity name and no new relation pair. Every call asks for at
+    most :attr:`ExtractionConfig.max_answer_tokens` (a model that takes ``max_tokens`` stops there), and an
+    answer longer than that ends the gleaning. Records naming what the chunk never spells
     (the prompt's examples parroted, an answer for another text) are dropped and counted in
     ``result.ungrounded`` (see :mod:`pathrag.index.grounding`). The chunk keeps at most :func:`max_records_for`
     records (the rest are counted in ``result.dropped``), and lone surrogates in the answers become U+FFFD (so

@@ -1,4 +1,4 @@
-"""The indexing pipeline: documents → chunks → LLM extraction → merged graph and vector indexes.
+"""The indexing pipeline: documents → chunks → extraction (an LLM, or rules) → merged graph and vector indexes.
 
 :class:`PathRAGIndex` keeps a knowledge graph (any :class:`~pathrag.GraphStore`), three vector indexes
 (entities, relations, chunks) and, under one directory, the chunk records and an LLM answer cache.

@@ -239,7 +239,7 @@ def core_params(params: RetrievalParams) -> RetrievalParams:
         return params
     return params.override(
         filter=None,
-        num_passages=min(max(params.num_passages, params.num_passages * _PASSAGES_FACTOR), _MAX_PASSAGES),
+        num_passages=max(params.num_passages, min(params.num_passages * _PASSAGES_FACTOR, _MAX_PASSAGES)),
         top_k=params.top_k * _PATHS_FACTOR,
     )
 

@@ -5,7 +5,7 @@ locks). An insert of a batch of documents:
 
 1. reads which documents are new or changed and which of their chunks have no saved records
    (:func:`pathrag.index.extract.select`), with no lock but the index's own;
-2. extracts those chunks with the LLM, saving each one's records as it lands
+2. extracts those chunks with the index's extractor (the LLM, or rules), saving each one's records as it lands
    (:func:`pathrag.index.extract.extract_chunks`): processes writing the same store do this side by side;
 3. commits (:meth:`pathrag.index.commit.Committer.commit`): the plan (:meth:`pathrag.index.plan.Planner.insert`)
    reads the committed state again, claims the chunks for the documents and rebuilds what they touch into a

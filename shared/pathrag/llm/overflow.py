@@ -22,8 +22,10 @@ from ..errors import PathRAGError
 
 __all__ = ["ContextOverflow", "is_context_overflow"]
 
-_OVERFLOW_WORDS = re.compile(
-    r"context|too long|too many tokens|maximum (?:model |input )?length|longer than|exceed", re.IGNORECASE
+_OVERFLOW_WORDS = re.compile(  # the prompt's length against the window, not any "exceeds" (a max_tokens too big)
+    r"context (?:length|size|window)|maximum context|context_length|exceed_context|too long|too many tokens"
+    r"|maximum (?:model |input )?length|longer than",
+    re.IGNORECASE,
 )
 
 

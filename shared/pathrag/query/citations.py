@@ -40,16 +40,21 @@ _NUMBER_OR_RANGE = re.compile(r"(\d{1,4})(?:\s*[-–]\s*(\d{1,4}))?")
 _MAX_RANGE = 50  # a range wider than this in an answer is not a citation
 
 
+_CODE_SPAN = re.compile(r"`[^`\n]*`")  # inline code: brackets there index, they do not cite
+
+
 def cited_numbers(answer: str, count: int) -> list[int]:
     """The item numbers (1 to ``count``) ``answer`` cites, in the order first cited, each once.
 
     >>> cited_numbers("Mara lives there [2][1], as [1, 3] and [2-3] say; [7] is not shown.", 3)
     [2, 1, 3]
+    >>> cited_numbers("The list is `xs[1]`, see [3].", 3)  # code is quoted, not cited
+    [3]
     """
     if not isinstance(answer, str):
         return []
     found: dict[int, None] = {}
-    for mark in _MARK.finditer(answer):
+    for mark in _MARK.finditer(_CODE_SPAN.sub(" ", answer)):
         for start, end in _NUMBER_OR_RANGE.findall(mark.group(1)):
             low = int(start)
             high = int(end) if end else low
