@@ -9,9 +9,7 @@ import logging
 import re
 import shutil
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,38 +19,10 @@ from typer.testing import CliRunner
 
 from langchain_pathrag.cli import app
 from pathrag.demo import demo_data
+from pathrag.testing.openai_stub import OpenAIStub
 
 DATA = Path(str(demo_data()))
 QUESTION = "How is Odric Pelham connected to the Lantern Night Flood?"
-
-
-class _Answers(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    answer = ""
-    prompts: list[str] = []
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.prompts.append(body["messages"][-1]["content"])
-        data = json.dumps(
-            {
-                "id": "stub",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": self.answer}, "finish_reason": "stop"}
-                ],
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
 
 
 @pytest.fixture
@@ -65,19 +35,12 @@ def sockets() -> Iterator[None]:
 
 
 @pytest.fixture
-def endpoint(sockets: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    _Answers.prompts = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_port}/v1"
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("OPENAI_BASE_URL", url)
-    try:
-        yield url
-    finally:
-        server.shutdown()
-        server.server_close()
+def endpoint(sockets: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenAIStub]:
+    """The stand-in model ``pathrag query`` reaches through ``OPENAI_BASE_URL``; set its ``answer`` per test."""
+    with OpenAIStub(lambda prompt, max_tokens: "") as stub:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.url)
+        yield stub
 
 
 @pytest.fixture
@@ -95,16 +58,15 @@ def run(*args: Any) -> Any:
     return CliRunner().invoke(app, [str(a) for a in args])
 
 
-def test_query_lists_the_sources_the_answer_cites_apart_from_what_it_sent(store: Path, endpoint: str) -> None:
+def test_query_lists_the_sources_the_answer_cites_apart_from_what_it_sent(store: Path, endpoint: OpenAIStub) -> None:
     sent = json.loads(run("query", QUESTION, "--store", store, "--context-only", "--json").stdout)["sent"]
     assert len(sent) >= 3
     first, last = sent[0], sent[-1]
-    _Answers.answer = (
-        f"Pelham ordered the dredging [{first['number']}], which led to the flood [{last['number']}][999]."
-    )
+    answer = f"Pelham ordered the dredging [{first['number']}], which led to the flood [{last['number']}][999]."
+    endpoint.answer = lambda prompt, max_tokens: answer
     result = run("query", QUESTION, "--store", store)
     assert result.exit_code == 0, result.output
-    [prompt] = _Answers.prompts
+    [prompt] = [call.prompt for call in endpoint.calls]
     assert "cite the numbered passages or paths" in prompt
     cited_lines = re.findall(r"^  \[(\d+)\] ", result.stdout, re.M)
     assert cited_lines == [str(first["number"]), str(last["number"])]  # cited only, in the order cited
@@ -116,7 +78,7 @@ def test_query_lists_the_sources_the_answer_cites_apart_from_what_it_sent(store:
     assert all(0.0 <= s["score"] <= 1.0 for s in answered["sent"])  # one scale for every kind
     assert max(s["score"] for s in answered["sent"] if s["kind"] == "path") == 1.0
 
-    _Answers.answer = "The inquiry does not say."
+    endpoint.answer = lambda prompt, max_tokens: "The inquiry does not say."
     result = run("query", QUESTION, "--store", store)
     assert "The answer cites no numbered source." in result.stdout
 

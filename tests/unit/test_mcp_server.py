@@ -9,9 +9,7 @@ import asyncio
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from mcp import Client  # noqa: E402 - after the skip
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 from pathrag.demo import load_questions  # noqa: E402
+from pathrag.testing.openai_stub import OpenAIStub  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 QUESTION = load_questions()[0].question  # a demo question whose answer crosses documents
@@ -137,67 +136,41 @@ async def test_a_missing_store_is_each_calls_error_not_a_dead_server(tmp_path: P
         assert "is a file, not a pathrag store directory" in _error(await client.call_tool("stats", {}))
 
 
-class _Endpoint(BaseHTTPRequestHandler):
-    """A stand-in OpenAI-compatible chat endpoint that records each prompt and answers with a fixed line."""
-
-    prompts: list[str] = []
-    ANSWER = "Odric Pelham is linked to the flood through the harbour works [2][99]."
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.prompts.append(body["messages"][-1]["content"])
-        reply = {
-            "id": "stub",
-            "object": "chat.completion",
-            "created": 0,
-            "model": body["model"],
-            "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": self.ANSWER}, "finish_reason": "stop"}
-            ],
-        }
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+ANSWER = "Odric Pelham is linked to the flood through the harbour works [2][99]."
 
 
 @pytest.fixture
-def endpoint() -> Iterator[str]:
+def endpoint() -> Iterator[OpenAIStub]:
     pytest_socket.enable_socket()  # the suite blocks TCP; this stand-in endpoint listens on loopback only
-    _Endpoint.prompts = []
-    server = HTTPServer(("127.0.0.1", 0), _Endpoint)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/v1"
-    server.shutdown()
-    pytest_socket.disable_socket(allow_unix_socket=True)
+    try:
+        with OpenAIStub(lambda prompt, max_tokens: ANSWER) as stub:
+            yield stub
+    finally:
+        pytest_socket.disable_socket(allow_unix_socket=True)
 
 
-async def test_with_a_model_query_answers_from_the_context_retrieve_gives(demo_store: Path, endpoint: str) -> None:
+async def test_with_a_model_query_answers_from_the_context_retrieve_gives(
+    demo_store: Path, endpoint: OpenAIStub
+) -> None:
     async with _server(
-        demo_store, "--model", "stub-model", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=endpoint
+        demo_store, "--model", "stub-model", OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=endpoint.url
     ) as client:
         assert {tool.name for tool in (await client.list_tools()).tools} == {"retrieve", "paths", "stats", "query"}
         retrieved = _data(await client.call_tool("retrieve", {"question": QUESTION}))
-        assert _Endpoint.prompts == []  # retrieval calls no model, with one configured too
+        assert endpoint.calls == []  # retrieval calls no model, with one configured too
         answered = _data(await client.call_tool("query", {"question": QUESTION}))
-        assert answered["answer"] == _Endpoint.ANSWER
+        assert answered["answer"] == ANSWER
         assert answered["sent"] == retrieved["sources"]
         # the answer cites [2] and [99]: one source, the sent item numbered 2 (99 names nothing sent)
         assert answered["sources"] == [item for item in answered["sent"] if item["number"] == 2]
         assert "stub-model" in answered["model"]
-        assert len(_Endpoint.prompts) == 1  # one model call: the answer
-        assert _Endpoint.prompts[0].startswith(retrieved["context"] + "\n\n")
+        assert len(endpoint.calls) == 1  # one model call: the answer
+        assert endpoint.calls[0].prompt.startswith(retrieved["context"] + "\n\n")
         assert "top_k" in _error(await client.call_tool("query", {"question": QUESTION, "top_k": -2}))
-        assert len(_Endpoint.prompts) == 1  # a refused call asks the model nothing
+        assert len(endpoint.calls) == 1  # a refused call asks the model nothing
         again = _data(await client.call_tool("query", {"question": QUESTION, "max_tokens": 300}))
-        assert again["answer"] == _Endpoint.ANSWER and len(_Endpoint.prompts) == 2  # a second call works too
-        assert len(_Endpoint.prompts[1]) < len(_Endpoint.prompts[0])  # within the smaller budget
+        assert again["answer"] == ANSWER and len(endpoint.calls) == 2  # a second call works too
+        assert len(endpoint.calls[1].prompt) < len(endpoint.calls[0].prompt)  # within the smaller budget
 
 
 def test_pathrag_mcp_help_names_the_tools() -> None:

@@ -10,10 +10,7 @@ broke the second call with ``RuntimeError('Event loop is closed')``.
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -24,58 +21,25 @@ from langchain_core.indexing import InMemoryRecordManager, index
 from langchain_pathrag import PathRAGIndexer
 from pathrag import IndexConfig
 from pathrag._sync import run_sync, shared_loop
+from pathrag.testing.openai_stub import OpenAIStub
 
 from ..fakes import TEXT, answer_for
 from ..langchain_fakes import embeddings
 
 
-class _Endpoint(BaseHTTPRequestHandler):
-    """``/v1/chat/completions`` answering extraction prompts from the chunk's facts, over keep-alive HTTP/1.1."""
-
-    protocol_version = "HTTP/1.1"
-    prompts: list[str] = []
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        prompt = body["messages"][-1]["content"]
-        if not isinstance(prompt, str):  # content blocks
-            prompt = "".join(part.get("text", "") for part in prompt)
-        self.prompts.append(prompt)
-        found = TEXT.findall(prompt)
-        answer = answer_for(found[-1], gleaning=prompt.rstrip().endswith("Missing records:")) if found else "ok"
-        data = json.dumps(
-            {
-                "id": "stub",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": answer}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+def _answer(prompt: str, max_tokens: int | None) -> str:
+    """Extraction prompts answered from the chunk's facts (the last text block of the prompt)."""
+    found = TEXT.findall(prompt)
+    return answer_for(found[-1], gleaning=prompt.rstrip().endswith("Missing records:")) if found else "ok"
 
 
 @pytest.fixture
-def endpoint() -> Iterator[str]:
+def endpoint() -> Iterator[OpenAIStub]:
     pytest_socket.enable_socket()  # the suite blocks TCP; this stand-in endpoint listens on loopback
-    _Endpoint.prompts = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}/v1"
+        with OpenAIStub(_answer) as stub:  # keep-alive HTTP/1.1, as real servers
+            yield stub
     finally:
-        server.shutdown()
-        server.server_close()
         pytest_socket.disable_socket(allow_unix_socket=True)
 
 
@@ -104,15 +68,17 @@ def _entities(indexer: PathRAGIndexer) -> set[str]:
 
 
 @pytest.mark.parametrize("store", ["memory", "directory"])
-def test_three_sync_add_documents_with_chat_openai_fail_no_chunk(endpoint: str, tmp_path: Any, store: str) -> None:
+def test_three_sync_add_documents_with_chat_openai_fail_no_chunk(
+    endpoint: OpenAIStub, tmp_path: Any, store: str
+) -> None:
     path = tmp_path / "store" if store == "directory" else None
-    indexer = PathRAGIndexer(_chat_openai(endpoint), embeddings(), path=path, config=ONE_ATTEMPT)
+    indexer = PathRAGIndexer(_chat_openai(endpoint.url), embeddings(), path=path, config=ONE_ATTEMPT)
     asked = []
     for i in range(3):
         summary = indexer.add_documents([_doc(10 * i + j) for j in range(8)])  # 8 calls in flight: 8 connections
         assert summary.failures == [], summary.failures
         assert summary.chunks_extracted == 8
-        asked.append(len(_Endpoint.prompts))
+        asked.append(len(endpoint.calls))
     assert _entities(indexer) >= {f"KEEPER {10 * i + j}" for i in range(3) for j in range(8)}
     # the model was really asked over HTTP, and each run asked as much as the first (no call repeated)
     assert asked[0] >= 8 and asked == [asked[0], 2 * asked[0], 3 * asked[0]]
@@ -120,9 +86,9 @@ def test_three_sync_add_documents_with_chat_openai_fail_no_chunk(endpoint: str, 
 
 
 @pytest.mark.parametrize("store", ["memory", "directory"])
-def test_three_runs_of_the_indexing_api_with_chat_openai(endpoint: str, tmp_path: Any, store: str) -> None:
+def test_three_runs_of_the_indexing_api_with_chat_openai(endpoint: OpenAIStub, tmp_path: Any, store: str) -> None:
     path = tmp_path / "store" if store == "directory" else None
-    indexer = PathRAGIndexer(_chat_openai(endpoint), embeddings(), path=path, config=ONE_ATTEMPT)
+    indexer = PathRAGIndexer(_chat_openai(endpoint.url), embeddings(), path=path, config=ONE_ATTEMPT)
     manager = InMemoryRecordManager("pathrag-test")
     manager.create_schema()
     docs: list[Document] = []
@@ -175,7 +141,7 @@ def test_errors_and_nested_calls_from_the_shared_loop() -> None:
     assert run_sync(twice_nested()) == 2
 
 
-def test_three_sync_llama_index_extractor_runs_with_a_real_async_openai_client(endpoint: str) -> None:
+def test_three_sync_llama_index_extractor_runs_with_a_real_async_openai_client(endpoint: OpenAIStub) -> None:
     import openai
     from llama_index.core.graph_stores import SimplePropertyGraphStore
     from llama_index.core.graph_stores.types import KG_NODES_KEY
@@ -212,13 +178,13 @@ def test_three_sync_llama_index_extractor_runs_with_a_real_async_openai_client(e
         def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
             raise NotImplementedError
 
-    llm = AsyncOpenAILLM(url=endpoint)
+    llm = AsyncOpenAILLM(url=endpoint.url)
     extractor = PathRAGExtractor(llm=llm, graph_store=SimplePropertyGraphStore())
     for i in range(3):
         nodes = extractor([TextNode(id_=f"n{i}", text=_doc(i).page_content)])
         names = {entity.name for entity in nodes[0].metadata.get(KG_NODES_KEY, [])}
         assert f"KEEPER {i}" in names, nodes[0].metadata
-    assert len(_Endpoint.prompts) >= 3
+    assert len(endpoint.calls) >= 3
 
 
 def test_an_interrupt_raised_in_a_task_reaches_the_caller_and_the_loop_goes_on() -> None:

@@ -68,6 +68,9 @@ class OpenAIStub:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
+            # connections kept alive, as real servers keep them: a client's pool is then reused across calls
+            protocol_version = "HTTP/1.1"
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's name
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 stub._answer(self, body)
@@ -76,6 +79,7 @@ class OpenAIStub:
                 pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True  # a client's kept-alive connection must not hold up the stop
         self._thread: threading.Thread | None = None
 
     @property
@@ -85,7 +89,7 @@ class OpenAIStub:
 
     def _answer(self, handler: BaseHTTPRequestHandler, body: dict[str, Any]) -> None:
         messages = body.get("messages") or []
-        prompt = "\n".join(str(m.get("content") or "") for m in messages if isinstance(m, dict))
+        prompt = "\n".join(_text(m.get("content")) for m in messages if isinstance(m, dict))
         cap = body.get("max_completion_tokens") or body.get("max_tokens")
         answer = self.answer(prompt, cap if isinstance(cap, int) else None)
         prompt_tokens = count_tokens(prompt, self.token_counter)
@@ -136,3 +140,10 @@ class OpenAIStub:
     def completion_tokens(self) -> int:
         """Completion tokens of the calls answered."""
         return sum(c.completion_tokens for c in self.calls if c.status == 200)
+
+
+def _text(content: Any) -> str:
+    """A message's text: a string, or the text parts of a list of content blocks."""
+    if isinstance(content, list):
+        return "".join(str(part.get("text") or "") for part in content if isinstance(part, dict))
+    return str(content or "")
