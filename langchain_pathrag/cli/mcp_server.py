@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from mcp.server.mcpserver import MCPServer
 
-    from pathrag import PathRAGIndex, RetrievalResult
+    from pathrag import RetrievalResult
 
 __all__ = ["SERVER_NAME", "build_server", "register"]
 
@@ -113,12 +113,16 @@ def _params(
     return retrieval_params(None, **{**extra, **{k: v for k, v in named.items() if v is not None}})
 
 
-def _retrieve(index: PathRAGIndex, question: str, params: Any) -> RetrievalResult:
-    # keyword_llm=False: a retrieval through this server never calls a model (the index is opened without one)
-    try:
-        return index.retrieve(question, keyword_llm=False, params=params)
-    except (TypeError, ValueError) as exc:
-        raise CliError(f"question: {one_line(str(exc))}") from exc
+def _retrieve(store: Path, embedding_model: str | None, question: str, params: Any) -> RetrievalResult:
+    """One retrieval from ``store``, opened for it and closed after (what every reading tool does)."""
+    from .store import opened
+
+    with opened(store, embedding_model=embedding_model) as index:
+        # keyword_llm=False: a retrieval through this server never calls a model (the index is opened without one)
+        try:
+            return index.retrieve(question, keyword_llm=False, params=params)
+        except (TypeError, ValueError) as exc:
+            raise CliError(f"question: {one_line(str(exc))}") from exc
 
 
 def build_server(
@@ -180,11 +184,14 @@ def build_server(
         from .rendering import sources
 
         params = _params(settings, top_k=top_k, num_seeds=num_seeds, max_tokens=max_tokens, context=context)
-        with opened(store, embedding_model=embedding_model) as index:
-            result = _retrieve(index, question, params)
-            laid_out = result_context(result)
-            shown = sources(laid_out)
-        return {"question": result.query, "context": laid_out.text, "tokens": laid_out.tokens, "sources": shown}
+        result = _retrieve(store, embedding_model, question, params)
+        laid_out = result_context(result)
+        return {
+            "question": result.query,
+            "context": laid_out.text,
+            "tokens": laid_out.tokens,
+            "sources": sources(laid_out),
+        }
 
     @server.tool(annotations=read_only, structured_output=True)
     @_tool("paths")
@@ -199,9 +206,7 @@ def build_server(
         question come first as `seeds`. Calls no model."""
         from .rendering import as_json
 
-        params = _params(settings, top_k=top_k, num_seeds=num_seeds)
-        with opened(store, embedding_model=embedding_model) as index:
-            result = _retrieve(index, question, params)
+        result = _retrieve(store, embedding_model, question, _params(settings, top_k=top_k, num_seeds=num_seeds))
         # the graph alone, as `pathrag paths`: the key paths, then the seeds on no path
         fill = [item for item in result.items if item.kind == "entity"]
         return as_json(dataclasses.replace(result, items=[*result.key_paths, *fill]))
@@ -242,7 +247,6 @@ def _add_query(
 ) -> None:
     """The ``query`` tool: the configured model answers from the context ``retrieve`` gives."""
     from .providers import describe_chat_model, language_model
-    from .store import opened
 
     llm = language_model(chat)
 
@@ -264,10 +268,9 @@ def _add_query(
         from .rendering import cited_sources, sources
 
         params = _params(settings, top_k=top_k, num_seeds=num_seeds, max_tokens=max_tokens, context=context)
-        with opened(store, embedding_model=embedding_model) as index:
-            result = _retrieve(index, question, params)
-            laid_out = result_context(result)
-            shown = sources(laid_out)
+        result = _retrieve(store, embedding_model, question, params)
+        laid_out = result_context(result)
+        shown = sources(laid_out)
         answer = llm.complete(answer_prompt(laid_out))
         return {
             "question": result.query,
