@@ -36,10 +36,10 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 
-from ..llm.overflow import ContextOverflow, is_context_overflow
+from ..llm.overflow import is_context_overflow
 from ..models import Entity, Relation
 from ..names import clean_description, normalize_name, normalize_type, replace_surrogates, split_keywords
-from .extraction import MIN_SPLIT_CHARS, ChunkExtraction, ExtractionConfig, ExtractionResult, _combine, _halves
+from .extraction import ChunkExtraction, ExtractionConfig, ExtractionResult, extract_halves
 from .extraction import max_records_for as _max_records_for
 
 __all__ = ["COMPACT_PROMPT", "build_compact_prompt", "extract_compact", "parse_compact"]
@@ -158,16 +158,8 @@ async def extract_compact(
     except Exception as exc:
         if not is_context_overflow(exc):
             raise
-        if len(text) < 2 * MIN_SPLIT_CHARS:
-            raise ContextOverflow(
-                f"the compact prompt does not fit the model's context window even for a piece of {len(text):,} "
-                f"characters ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); use a model with a "
-                "larger window (for a local server, raise its context size)"
-            ) from exc
-        logger.warning("chunk %s: the prompt overflows the model's window; extracting it in two halves", chunk_id)
-        parts = [await extract_compact(half, ask, config, chunk_id=chunk_id) for half in _halves(text)]
-        return ChunkExtraction(
-            answers=[a for p in parts for a in p.answers], result=_combine([p.result for p in parts], cap)
+        return await extract_halves(
+            text, lambda half: extract_compact(half, ask, config, chunk_id=chunk_id), chunk_id, exc, "compact"
         )
     result = ground(parse_compact(answer, chunk_id=chunk_id, max_records=cap), text)
     if result.ungrounded or result.dropped:

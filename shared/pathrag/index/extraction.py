@@ -483,7 +483,9 @@ async def extract_records(
     except Exception as exc:
         if not is_context_overflow(exc):
             raise
-        return await _extract_halves(text, ask, config, chunk_id, exc)
+        return await extract_halves(
+            text, lambda half: extract_records(half, ask, config, chunk_id=chunk_id), chunk_id, exc
+        )
     result = ground(parse_extraction(answers[0], fmt, chunk_id=chunk_id, max_records=cap), text)
     for _ in range(config.max_gleaning):
         if sum(map(len, answers)) > limit:  # a runaway answer: quoting it back would overflow, not glean
@@ -528,17 +530,22 @@ def _halves(text: str) -> tuple[str, str]:
     return text[:middle], text[middle:]
 
 
-async def _extract_halves(
-    text: str, ask: Callable[[str], Awaitable[str]], config: ExtractionConfig, chunk_id: str | None, exc: Exception
+async def extract_halves(
+    text: str,
+    extract: Callable[[str], Awaitable[ChunkExtraction]],
+    chunk_id: str | None,
+    exc: Exception,
+    prompt: str = "extraction",
 ) -> ChunkExtraction:
-    """The records of ``text`` extracted half by half, after its whole prompt overflowed the window (``exc``)."""
+    """The records of ``text`` extracted half by half by ``extract``, after its whole ``prompt`` overflowed the
+    model's window (``exc``); a piece too short to halve again fails with :class:`ContextOverflow`."""
     if len(text) < 2 * MIN_SPLIT_CHARS:
         raise ContextOverflow(
-            f"the extraction prompt does not fit the model's context window even for a piece of {len(text):,} "
+            f"the {prompt} prompt does not fit the model's context window even for a piece of {len(text):,} "
             f"characters ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); use a model with a larger "
             "window (for a local server, raise its context size)"
         ) from exc
     logger.warning("chunk %s: the prompt overflows the model's window; extracting it in two halves", chunk_id)
-    parts = [await extract_records(half, ask, config, chunk_id=chunk_id) for half in _halves(text)]
+    parts = [await extract(half) for half in _halves(text)]
     result = _combine([p.result for p in parts], max_records_for(text))
     return ChunkExtraction(answers=[a for p in parts for a in p.answers], result=result)

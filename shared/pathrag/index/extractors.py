@@ -64,6 +64,16 @@ class Extractor:
         return f"{type(self).__name__}()"
 
 
+NO_LLM = "this index has no llm, so it cannot extract new chunks (or pass extractor='lexical')"
+
+
+def needs_llm(ask: Ask | None) -> Ask:
+    """``ask``, which an extractor that uses a model cannot do without: :data:`NO_LLM` when it is ``None``."""
+    if ask is None:
+        raise ValueError(NO_LLM)
+    return ask
+
+
 class LLMExtractor(Extractor):
     """The language model's extraction (:func:`pathrag.index.extraction.extract_records`)."""
 
@@ -71,9 +81,7 @@ class LLMExtractor(Extractor):
 
     async def extract(self, text: str, chunk_id: str, ask: Ask | None, config: ExtractionConfig) -> ChunkExtraction:
         """The model's records of the chunk (``ask`` is required)."""
-        if ask is None:
-            raise ValueError("this index has no llm, so it cannot extract new chunks (or pass extractor='lexical')")
-        return await extract_records(text, ask, config, chunk_id=chunk_id)
+        return await extract_records(text, needs_llm(ask), config, chunk_id=chunk_id)
 
     def cost(self, text: str, config: ExtractionConfig, token_counter: TokenCounter | None = None) -> ChunkCost:
         """The model's calls and tokens for the chunk, estimated (:func:`pathrag.index.estimate.chunk_cost`)."""
@@ -98,9 +106,7 @@ class CompactExtractor(Extractor):
 
     async def extract(self, text: str, chunk_id: str, ask: Ask | None, config: ExtractionConfig) -> ChunkExtraction:
         """The model's records of the chunk by the compact prompt (``ask`` is required)."""
-        if ask is None:
-            raise ValueError("this index has no llm, so it cannot extract new chunks (or pass extractor='lexical')")
-        return await extract_compact(text, ask, config, chunk_id=chunk_id)
+        return await extract_compact(text, needs_llm(ask), config, chunk_id=chunk_id)
 
     def cost(self, text: str, config: ExtractionConfig, token_counter: TokenCounter | None = None) -> ChunkCost:
         """One call: the prompt counted exactly, the answer estimated (see :mod:`pathrag.index.estimate`)."""

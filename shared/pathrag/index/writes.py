@@ -31,7 +31,7 @@ from ..vectors.embedders import LazyEmbedder
 from .backend import IndexBackend
 from .commit import Committer
 from .extract import extract_chunks, select
-from .extractors import Extractor
+from .extractors import NO_LLM, Extractor
 from .plan import Ask, Planner, RecordsToAdd
 from .rebuild import Summariser
 from .records import RecordTables
@@ -122,7 +122,7 @@ class Writer:
         """Extract ``planned`` chunks by ``extractor`` (with the index's LLM, if any); the ids of those that failed."""
         has_llm = self._llm() is not None
         if planned and not has_llm and extractor.uses_llm:
-            raise ValueError("this index has no llm, so it cannot extract new chunks (or pass extractor='lexical')")
+            raise ValueError(NO_LLM)
         return await extract_chunks(
             planned,
             (lambda prompt: self._ask(prompt, run)) if has_llm else None,
