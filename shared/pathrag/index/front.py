@@ -60,7 +60,7 @@ from ..ids import chunk_id, digest, entity_vector_id, record_chunk_id, relation_
 from ..llm.client import LanguageModel, RememberingLanguageModel, as_language_model
 from ..models import Entity, Relation
 from ..names import check_name
-from ..params import uses_keyword_llm
+from ..params import RetrievalParams, uses_keyword_llm
 from ..query.retrieval import RetrievalResult, aretrieve, retrieve
 from ..sqlite import STORE_FILE
 from ..vectors.base import Embedder, VectorIndex, VectorItem, vector_upserts
@@ -392,17 +392,7 @@ class PathRAGIndex:
         llm = _keyword_model(self.llm, keyword_llm, wanted.context)
         return self.read_committed(
             lambda graph, indexes: finish(
-                retrieve(
-                    query,
-                    graph=graph,
-                    entity_index=indexes["entities"],
-                    passage_index=indexes["chunks"],
-                    relation_index=indexes["relations"],
-                    llm=llm,
-                    params=core_params(wanted),
-                ),
-                self.committed_documents(),
-                wanted,
+                retrieve(query, **_core_arguments(graph, indexes, llm, wanted)), self.committed_documents(), wanted
             )
         )
 
@@ -412,15 +402,7 @@ class PathRAGIndex:
         llm = _keyword_model(self.llm, keyword_llm, wanted.context)
 
         async def read(graph: GraphStore, indexes: Mapping[str, VectorIndex]) -> RetrievalResult:
-            found = await aretrieve(
-                query,
-                graph=graph,
-                entity_index=indexes["entities"],
-                passage_index=indexes["chunks"],
-                relation_index=indexes["relations"],
-                llm=llm,
-                params=core_params(wanted),
-            )
+            found = await aretrieve(query, **_core_arguments(graph, indexes, llm, wanted))
             return finish(found, self.committed_documents(), wanted)
 
         return await self.aread_committed(read)
@@ -490,6 +472,20 @@ RECORDS_PER_PIECE = 1000
 """Records kept together under one record chunk by :meth:`PathRAGIndex.aadd_records` (up to this many
 entities and this many relations): a later write that touches a few names decodes only the pieces that
 mention them, not every record of a bulk import."""
+
+
+def _core_arguments(
+    graph: GraphStore, indexes: Mapping[str, VectorIndex], llm: LanguageModel | None, wanted: RetrievalParams
+) -> dict[str, Any]:
+    """The core retrieval's arguments over one committed state (the filter is applied after it, by ``finish``)."""
+    return {
+        "graph": graph,
+        "entity_index": indexes["entities"],
+        "passage_index": indexes["chunks"],
+        "relation_index": indexes["relations"],
+        "llm": llm,
+        "params": core_params(wanted),
+    }
 
 
 def _keyword_model(llm: LanguageModel | None, wanted: bool | None, context: str) -> LanguageModel | None:
