@@ -1,6 +1,10 @@
 """Import LangChain graph documents, by duck typing (LangChain is not imported).
 
-
+LangChain graph documents (anything with ``.nodes``, ``.relationships`` and ``.source``): ``Node.id`` →
+name, ``Node.type`` → type (the default ``Node`` → empty), ``properties["description"]`` → description;
+``Relationship.type`` → a keyword, its ``properties["description"]`` / ``["weight"]`` → description /
+weight (default 1, so repeated relations count their mentions); ``source.page_content`` → one chunk whose
+id is :func:`pathrag.ids.chunk_id` of the text, the source id of everything in that document.
 
 >>> from pathrag import NetworkXGraphStore
 >>> class Node:

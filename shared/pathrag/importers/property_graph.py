@@ -1,58 +1,5 @@
 """Import a LlamaIndex property graph store, by duck typing (LlamaIndex is not imported).
 
-LlamaIndex property graph store (the last two by duck typing: neither framework is
-imported). The target is a
-:class:`~pathrag.GraphStore` (optionally with vector indexes) or a :class:`~pathrag.PathRAGIndex`,
-whose graph and vector indexes are then used; call ``index.save()`` afterwards to persist it.
-
-Every imported item goes through pathrag's own rules: names become merge keys
-(:func:`pathrag.names.normalize_name`: quotes dropped, upper-cased), types are lower-cased,
-records naming the same entity or relation are merged as :mod:`pathrag.index.merging` merges extractions
-(type by majority, descriptions joined, weights summed, source ids united; relations undirected
-unless the target's ``directed_relations``), and vector texts and ids are those
-:class:`~pathrag.PathRAGIndex` writes.
-
-Into a :class:`~pathrag.PathRAGIndex`, an import is stored as the records of one document,
-``document_id`` (default ``import:<kind>:<name>``; see :meth:`~pathrag.PathRAGIndex.add_records`): the
-imported records merge with extracted ones, survive later inserts, and ``index.delete([document_id])``
-removes them. Importing again under the same id replaces the previous import. Into a bare
-:class:`~pathrag.GraphStore`, merged items are written directly and replace stored ones of the same name.
-
-Field mapping (LightRAG / PathRAG working directory):
-
-==================================  ====================================================================
-``graph_chunk_entity_relation.graphml``
-node id                             ``Entity.name`` (normalised; ``"ALEX"`` and ``Alex`` become ``ALEX``)
-node ``entity_type``                ``Entity.type`` (lower-case; ``UNKNOWN`` → empty)
-node ``description``                ``Entity.description``: ``<SEP>``-separated parts, quotes stripped,
-                                    joined with spaces
-node ``source_id``                  ``Entity.source_ids`` (split on ``<SEP>``)
-edge endpoints                      ``Relation.source`` / ``target`` (normalised; self-loops skipped)
-edge ``weight``                     ``Relation.weight`` (summed when two edges merge)
-edge ``description``                ``Relation.description`` (as for nodes)
-edge ``keywords``                   ``Relation.keywords`` (split on ``<SEP>`` and commas)
-edge ``source_id``                  ``Relation.source_ids``
-``kv_store_text_chunks.json``       ``{chunk id: {"content", "full_doc_id", ...}}`` → chunk index items
-                                    (id = the chunk id, so source ids resolve; metadata ``chunk_id``)
-``kv_store_full_docs.json``         counted only (``documents``)
-``vdb_entities.json``,              with ``reuse_vectors=True``: nano-vectordb rows (``entity_name``;
-``vdb_relationships.json``,         ``src_id``/``tgt_id``; ``__id__``) give the vectors of the matching
-``vdb_chunks.json``                 items instead of re-embedding; items without a row are embedded
-==================================  ====================================================================
-
-HippoRAG OpenIE JSON (``{"docs": [...]}`` or the list itself; one item per passage): ``passage`` (else
-``title`` + newline + ``text``, else ``text``) → one chunk whose id is :func:`pathrag.ids.chunk_id` of
-the text, cited by everything extracted from it; ``extracted_entities`` → entities (no type, no
-description); each ``extracted_triples`` row ``[subject, predicate, object]`` → a relation subject → object
-with keyword ``predicate`` and description ``"subject predicate object"`` (the triple read as a
-sentence). Rows that are not three non-empty strings are skipped and counted.
-
-LangChain graph documents (anything with ``.nodes``, ``.relationships`` and ``.source``): ``Node.id`` →
-name, ``Node.type`` → type (the default ``Node`` → empty), ``properties["description"]`` → description;
-``Relationship.type`` → a keyword, its ``properties["description"]`` / ``["weight"]`` → description /
-weight (default 1, so repeated relations count their mentions); ``source.page_content`` → one chunk whose
-id is :func:`pathrag.ids.chunk_id` of the text, the source id of everything in that document.
-
 LlamaIndex property graph store (``get()`` and ``get_triplets(ids=...)``): ``EntityNode.name`` → name,
 ``label`` → type (the default ``entity`` → empty), ``properties["description"]`` (or
 ``"entity_description"``) → description, ``properties["triplet_source_id"]`` → source id;
