@@ -5,15 +5,18 @@ document, one chunk each) are indexed through a recording OpenAI-compatible endp
 (:class:`pathrag.testing.openai_stub.OpenAIStub`) by a real ``ChatOpenAI`` behind
 :class:`langchain_pathrag.PathRAGIndexer`, once per setting:
 
-* ``paper``: the default prompt (the paper's records, few-shot examples) and one gleaning round;
+* ``compact``: the default, the compact prompt (:mod:`pathrag.index.compact`: one short example, one record per
+  line) with small chunks packed into one call up to 1,200 tokens of text (:mod:`pathrag.index.packing`);
+* ``compact-alone``: the same prompt, one call per passage (``pack_tokens=1``);
+* ``paper``: the paper's prompt (few-shot examples, ``extractor="llm"``) and one gleaning round;
 * ``paper-no-gleaning``: the same prompt, no gleaning;
-* ``compact``: the compact prompt (:mod:`pathrag.index.compact`: no examples, one record per line, one call);
 * ``lexical``: the lexical extractor (no model at all).
 
 The endpoint reports usage as a server does and records every call; each prompt's tokens are exact (the core's
 counter: tiktoken's ``o200k_base``, or its approximation offline, said in the output). The answers are a
 stand-in: each passage's records from the OpenIE file (gpt-3.5's entities and triples, written in the
-extraction format with the triple as description), and "nothing missing" to a gleaning prompt; a real model's
+extraction format with the triple as description; a packed prompt gets each passage's under its header), and
+"nothing missing" to a gleaning prompt; a real model's
 answers are longer (descriptions restate the text), so the completion column is a floor. ``--url`` and
 ``--model`` send the same calls to a real OpenAI-compatible endpoint instead (a local llama.cpp server, say),
 counted by the index's own summary.
@@ -39,10 +42,11 @@ from pathlib import Path
 
 from pathrag import Document, HashingEmbedder, IndexConfig
 from pathrag.index.extraction import ExtractionConfig
+from pathrag.index.packing import join_sections, prompt_texts
 from pathrag.llm.tokens import TokenCounter, approximate_token_count, default_token_counter
 from pathrag.testing.openai_stub import OpenAIStub
 
-SETTINGS = ("paper", "paper-no-gleaning", "compact", "lexical")
+SETTINGS = ("compact", "compact-alone", "paper", "paper-no-gleaning", "lexical")
 
 
 def passages(data: Path, limit: int | None) -> list[str]:
@@ -132,22 +136,30 @@ def run_setting(
     from langchain_pathrag import PathRAGEmbeddings, PathRAGIndexer
 
     gleaning = 0 if setting == "paper-no-gleaning" else 1
-    config = IndexConfig(extraction=ExtractionConfig(max_gleaning=gleaning), max_attempts=1)
+    extraction = ExtractionConfig(max_gleaning=gleaning, pack_tokens=1 if setting == "compact-alone" else 1_200)
+    config = IndexConfig(extraction=extraction, max_attempts=1)
     docs = [Document(id=f"passage-{i}", text=t) for i, t in enumerate(texts)]
     mean = statistics.fmean(counter(t) for t in texts)
+
+    def records(text: str) -> tuple[str, str]:
+        return answers.get(" ".join(text.split()), ("<|COMPLETE|>", "END"))
 
     def answer(prompt: str, max_tokens: int | None) -> str:
         if prompt.rstrip().endswith("Missing records:"):
             return "<|COMPLETE|>"  # a gleaning round finds nothing missing
+        compact = prompt_texts(prompt)
+        if len(compact) > 1:  # a pack: each passage's lines under its header
+            return join_sections([records(text)[1].removesuffix("END").rstrip("\n") for text in compact])
+        if compact:
+            return records(compact[0])[1]
         if "\nText:\n" not in prompt:  # a description summary
             return "A merged description."
         text = prompt.rsplit("\nText:\n", 1)[1].rsplit("\nOutput:\n", 1)[0]  # the last text: the examples' come first
-        paper, compact = answers.get(" ".join(text.split()), ("<|COMPLETE|>", "END"))
-        return compact if setting == "compact" else paper
+        return records(text)[0]
 
     started = time.perf_counter()
     embeddings = PathRAGEmbeddings(HashingEmbedder())
-    extractor = "compact" if setting == "compact" else "llm"
+    extractor = "llm" if setting.startswith("paper") else "compact"
     if setting == "lexical":
         summary = PathRAGIndexer(None, embeddings, config=config, extractor="lexical").index.insert(docs)
         return Row(setting, len(texts), mean, summary.llm_calls, 0, 0, time.perf_counter() - started)

@@ -9,9 +9,8 @@ the ``pathrag`` command line and ``PathRAGIndex`` open it too.
 >>> from langchain_core.language_models import FakeListChatModel
 >>> from pathrag import HashingEmbedder
 >>> from langchain_pathrag import PathRAGEmbeddings
->>> llm = FakeListChatModel(responses=[
-...     '("entity"<|>Mara<|>person<|>A harbour pilot.)##'
-...     '("relationship"<|>Mara<|>Saltmere<|>Mara lives in Saltmere.<|>home<|>7)<|COMPLETE|>'])
+>>> llm = FakeListChatModel(responses=[  # the compact prompt's answer: one record per line
+...     "E|Mara|person|A harbour pilot.\\nR|Mara|Saltmere|home|Mara lives in Saltmere.\\nEND"])
 >>> indexer = PathRAGIndexer(llm, PathRAGEmbeddings(HashingEmbedder()))
 >>> summary = indexer.add_documents([Document(page_content="Mara, a pilot, lives in Saltmere.", id="mara")])
 >>> summary.documents, summary.entities, summary.relations
@@ -212,8 +211,10 @@ class PathRAGIndexer:
       :meth:`load`). The default vector indexes are then the store's own. Stores you pass in persist
       themselves. A directory of earlier versions (vectors in ``*.vectorstore.json``) is migrated on open.
     * ``config``: the core's :class:`pathrag.IndexConfig` (concurrency, retries, cache, gleaning...).
-    * ``extractor``: ``"llm"`` (``llm`` extracts), or ``"lexical"``: no model at all (see
-      :mod:`pathrag.index.extractors`); ``PathRAGIndexer(None, embeddings, extractor="lexical")`` indexes offline.
+    * ``extractor``: ``"compact"`` (``llm`` extracts with a short prompt, several small chunks in one call),
+      ``"llm"`` (the paper's prompt and a gleaning round: about five times the tokens), or ``"lexical"``: no
+      model at all (see :mod:`pathrag.index.extractors`); ``PathRAGIndexer(None, embeddings,
+      extractor="lexical")`` indexes offline.
 
     Documents are indexed under :func:`document_id`; re-adding an unchanged one costs nothing, a
     changed one replaces its previous version. ``index`` is the underlying :class:`pathrag.PathRAGIndex`
@@ -235,7 +236,7 @@ class PathRAGIndexer:
         graph_store: GraphStore | None = None,
         text_splitter: TextSplitter | None = None,
         config: IndexConfig | None = None,
-        extractor: str | Extractor = "llm",
+        extractor: str | Extractor = "compact",
     ) -> None:
         given = {"entities": entity_store, "relations": relation_store, "chunks": chunk_store}
         _check_embeddings_given(embeddings, given, path)

@@ -1,7 +1,8 @@
 """``PathRAGExtractor``: pathrag's extraction as a ``PropertyGraphIndex`` kg extractor, with merging and deletes.
 
-Each chunk is extracted with the core's prompt, parser and gleaning (:func:`pathrag.index.extraction.extract_records`)
-through any LlamaIndex LLM, ``num_workers`` chunks at a time. The records are then merged by the core's rules
+Each chunk is extracted by the core's extractor (``extractor=``: the compact prompt by default, several small chunks
+in one call, see :mod:`pathrag.index.packing`; ``"llm"``: the paper's prompt and gleaning; ``"lexical"``: no model)
+through any LlamaIndex LLM, ``num_workers`` calls at a time. The records are then merged by the core's rules
 (:mod:`pathrag.index.merging`): descriptions joined without repeats, the most frequent type, summed weights,
 united keywords; relations are undirected (A→B and B→A are one relation, first direction kept).
 
@@ -76,7 +77,7 @@ from llama_index.core.vector_stores.types import (
 from typing_extensions import override
 
 from pathrag import Entity, Relation
-from pathrag.index.extraction import ExtractionConfig, ExtractionResult, max_records_for
+from pathrag.index.extraction import ChunkExtraction, ExtractionConfig, ExtractionResult, max_records_for
 from pathrag.index.extractors import as_extractor
 from pathrag.index.front import run_sync
 from pathrag.index.merging import merge_records, relation_key
@@ -384,7 +385,9 @@ class PathRAGExtractor(TransformComponent):
 
     llm: LLM | None
     config: ExtractionConfig = Field(default_factory=ExtractionConfig)
-    extractor: str = Field(default="llm", description="'llm', 'compact' or 'lexical' (no model).")
+    extractor: str = Field(
+        default="compact", description="'compact', 'llm' (the paper's prompt) or 'lexical' (no model)."
+    )
     num_workers: int = Field(default=4, ge=1, description="Chunks extracted at the same time.")
     show_progress: bool = False
     graph_store: PropertyGraphStore | None = Field(
@@ -407,7 +410,7 @@ class PathRAGExtractor(TransformComponent):
         config: ExtractionConfig | None = None,
         num_workers: int = 4,
         show_progress: bool = False,
-        extractor: str = "llm",
+        extractor: str = "compact",
     ) -> None:
         from llama_index.core import Settings  # resolved lazily: the default needs OpenAI
 
@@ -447,12 +450,7 @@ class PathRAGExtractor(TransformComponent):
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
         """Extract every node, merge, and append the results to ``metadata["nodes"]`` / ``["relations"]``."""
         nodes = list(nodes)
-        results = await run_jobs(
-            [self._extract(node) for node in nodes],
-            workers=self.num_workers,
-            show_progress=self.show_progress,
-            desc="PathRAG extraction",
-        )
+        results = await self._extract_all(nodes)
         batch = self._batch(nodes, results)
         written = await self._reconcile(batch, await self._stale_chunks(nodes, batch))
         emitted: list[tuple[list[EntityNode], list[StoreRelation]]] = [([], []) for _ in nodes]
@@ -472,18 +470,37 @@ class PathRAGExtractor(TransformComponent):
             return (await self.llm.acomplete(prompt, max_tokens=self.config.max_answer_tokens)).text
         return (await self.llm.acomplete(prompt)).text
 
-    async def _extract(self, node: BaseNode) -> ExtractionResult:
-        text = node.get_content(metadata_mode=MetadataMode.LLM)
-        if not text.strip():
-            return ExtractionResult()
+    async def _extract_all(self, nodes: list[BaseNode]) -> list[ExtractionResult]:
+        """The records of every node, in order: the extractor's calls (several small chunks in one, for the
+        compact prompt) ``num_workers`` at a time; an empty chunk has none, a failed call fails them all."""
+        extractor = as_extractor(self.extractor)
+        texts = [node.get_content(metadata_mode=MetadataMode.LLM) for node in nodes]
+        chunks = [(node.node_id, text) for node, text in zip(nodes, texts, strict=True) if text.strip()]
         ask = self._ask if self.llm is not None else None
-        done = await as_extractor(self.extractor).extract(text, node.node_id, ask, self.config)
+        calls = extractor.packs(chunks, self.config)
+        answered = await run_jobs(
+            [extractor.extract_pack(pack, ask, self.config) for pack in calls],
+            workers=self.num_workers,
+            show_progress=self.show_progress,
+            desc="PathRAG extraction",
+        )
+        found = iter([done for results in answered for done in results])  # in the chunks' order
+        return [
+            self._kept(node.node_id, text, next(found)) if text.strip() else ExtractionResult()
+            for node, text in zip(nodes, texts, strict=True)
+        ]
+
+    @staticmethod
+    def _kept(node_id: str, text: str, done: ChunkExtraction | Exception) -> ExtractionResult:
+        """One chunk's records, its failure raised (the whole call fails before anything is written)."""
+        if isinstance(done, Exception):
+            raise done
         skipped, dropped, ungrounded = done.result.skipped, done.result.dropped, done.result.ungrounded
-        if skipped or dropped or ungrounded:  # (extract_records also warns of dropped records)
+        if skipped or dropped or ungrounded:  # (the extraction also warns of dropped records)
             logger.info(
                 "chunk %s: %d malformed records skipped, %d naming what the chunk never spells and %d over the "
                 "cap of %d per chunk dropped",
-                node.node_id,
+                node_id,
                 skipped,
                 ungrounded,
                 dropped,

@@ -1,33 +1,21 @@
 """Scripted stand-ins for a language model, driven by plain-text facts written into the chunks.
 
 A chunk line ``ENTITY name | type | description`` or ``LINK source | target | description | keywords |
-strength`` comes back as the matching extraction record; ``LATE ...`` (same fields as ENTITY) only
-comes back when the model is asked to glean. Nothing here imports pathrag's parser: the answers are
-built by hand, so the tests check the real parser and pipeline.
+strength`` comes back as the matching extraction record, in the format the prompt asks for; ``LATE ...``
+(same fields as ENTITY) only comes back when the model is asked to glean (the paper's prompt): see
+:mod:`pathrag.testing.facts`, which builds the answers by hand, so the tests check the real parser and
+pipeline.
 """
 
 from __future__ import annotations
 
 import asyncio
-import re
 
-TEXT = re.compile(r"NOW THE REAL TEXT\nText:\n(.*?)\nOutput:\n", re.S)
+from pathrag.testing.facts import fact_answer, fact_texts
 
 
 class Crash(BaseException):
     """Stands for the process dying: not an Exception, so nothing retries or swallows it."""
-
-
-def answer_for(text: str, *, gleaning: bool) -> str:
-    records = []
-    for line in text.splitlines():
-        kind, _, rest = line.partition(" ")
-        fields = [f.strip() for f in rest.split("|")]
-        if kind == "ENTITY" and not gleaning or kind == "LATE" and gleaning:
-            records.append('("entity"<|>' + "<|>".join(fields) + ")")
-        elif kind == "LINK" and not gleaning:
-            records.append('("relationship"<|>' + "<|>".join(fields) + ")")
-    return "##\n".join(records) + "<|COMPLETE|>"
 
 
 class ScriptedLLM:
@@ -69,8 +57,7 @@ class ScriptedLLM:
             if prompt.rstrip().endswith("Merged description:"):
                 listed = [line[2:] for line in prompt.split("Descriptions:")[-1].splitlines() if line.startswith("- ")]
                 return f"SUMMARY of {len(listed)} descriptions, starting: {listed[-1][:30]}"
-            found = TEXT.findall(prompt)
-            text = found[-1] if found else ""
+            text = "\n".join(fact_texts(prompt))
             for marker in self.always_fail:
                 if marker in text:
                     raise ConnectionError(f"permanent failure for {marker}")
@@ -78,7 +65,7 @@ class ScriptedLLM:
                 if marker in text and left > 0:
                     self.fail_times[marker] = left - 1
                     raise TimeoutError(f"transient failure for {marker}")
-            return answer_for(text, gleaning=prompt.rstrip().endswith("Missing records:"))
+            return fact_answer(prompt) or "<|COMPLETE|>"
         finally:
             self.in_flight -= 1
 

@@ -1,7 +1,7 @@
 """LangChain stand-ins for the LangChain tests: a scripted, recording chat model and a small corpus.
 
 The chat model is a real ``BaseChatModel``. Extraction prompts are answered from the ``ENTITY`` /
-``LINK`` lines of the chunk (``tests.fakes.answer_for``), keyword prompts with the capitalised words
+``LINK`` lines of the chunk (``pathrag.testing.facts.fact_answer``), keyword prompts with the capitalised words
 of the question, anything else with ``answer``. Every prompt is recorded.
 """
 
@@ -20,8 +20,7 @@ from pydantic import Field
 
 from pathrag import HashingEmbedder
 from pathrag.llm.prompts import KEYWORDS_PROMPT
-
-from .fakes import TEXT, answer_for
+from pathrag.testing.facts import fact_answer
 
 KEYWORDS_HEAD = KEYWORDS_PROMPT.split("\n", 1)[0]
 
@@ -53,10 +52,8 @@ class ScriptedChatModel(BaseChatModel):
             question = prompt.rsplit("Question:", 1)[1]
             names = re.findall(r"(?<!^)(?<![?.!] )\b[A-Z][a-z]+(?: [A-Z][a-z]+)*", question.strip())
             return json.dumps({"high_level": ["connections"], "low_level": names})
-        found = TEXT.findall(prompt)
-        if found:
-            return answer_for(found[-1], gleaning=prompt.rstrip().endswith("Missing records:"))
-        return self.answer
+        extracted = fact_answer(prompt)
+        return self.answer if extracted is None else extracted
 
 
 def embeddings():

@@ -19,8 +19,7 @@ from llama_index.core.llms import CompletionResponse, CompletionResponseGen, Cus
 from llama_index.core.llms.callbacks import llm_completion_callback
 
 from pathrag.llm.prompts import KEYWORDS_PROMPT
-
-from .fakes import TEXT, answer_for
+from pathrag.testing.facts import fact_answer, fact_texts
 
 TRIPLETS_END = "\nTriplets:\n"  # SimpleLLMPathExtractor's prompt ends with the real text, then this
 KEYWORDS_HEAD = KEYWORDS_PROMPT.splitlines()[0]
@@ -53,11 +52,11 @@ class ScriptedLlamaLLM(CustomLLM):
 
     def reply(self, prompt: str) -> str:
         self.prompts.append(prompt)
-        found = TEXT.findall(prompt)
-        if found and self.fail_on and self.fail_on in found[-1]:
+        texts = fact_texts(prompt)
+        if texts and self.fail_on and any(self.fail_on in text for text in texts):
             raise ConnectionError(f"the model is down for {self.fail_on!r}")
-        if found:
-            return answer_for(found[-1], gleaning=prompt.rstrip().endswith("Missing records:"))
+        if texts:
+            return fact_answer(prompt) or ""
         if prompt.startswith(KEYWORDS_HEAD):
             if self.fail_keywords:
                 raise ConnectionError("keyword model is down")

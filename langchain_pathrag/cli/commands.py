@@ -139,12 +139,13 @@ def index(
         CHUNK_OVERLAP, "--chunk-overlap", help="Tokens shared by consecutive chunks (less than --chunk-size)."
     ),
     extractor: ExtractorKind = typer.Option(
-        ExtractorKind.llm,
+        ExtractorKind.compact,
         "--extractor",
-        help="How chunks become entities and relations: 'llm' asks the language model with the paper's prompt "
-        "(few-shot examples, a gleaning round); 'compact' with a short prompt, one call per chunk (about a "
-        "fifth of the tokens); 'lexical' needs no model and no key (capitalised names, and the sentences "
-        "naming two of them as relations). Indexing again with another one replaces a document's records.",
+        help="How chunks become entities and relations: 'compact' asks the language model with a short prompt, "
+        "several small chunks in one call; 'llm' with the paper's prompt (few-shot examples, a gleaning round: "
+        "about five times the tokens); 'lexical' needs no model and no key (capitalised names, and the "
+        "sentences naming two of them as relations). A document a model extracted counts as indexed for "
+        "either prompt; one indexed with 'lexical' is extracted again when a model is used.",
     ),
     estimate: bool = typer.Option(
         False,

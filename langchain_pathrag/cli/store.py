@@ -89,7 +89,7 @@ def open_store(
     llm: pathrag.LanguageModel | None = None,
     config: IndexConfig | None = None,
     check_on_open: bool = True,
-    extractor: str = "llm",
+    extractor: str = "compact",
 ) -> PathRAGIndex:
     """Open (or, with ``create``, start) a store, refusing embeddings other than the ones it was built with
     (``check_on_open=False``: open a damaged store as it is, see :class:`~pathrag.errors.StoreDamaged`).
@@ -145,7 +145,7 @@ def _open(
     config: IndexConfig | None,
     spec: str | None,
     check_on_open: bool = True,
-    extractor: str = "llm",
+    extractor: str = "compact",
 ) -> PathRAGIndex:
     # the one-line note of a JSON-format store's migration goes to stderr, whatever logging is set up
     note = logging.StreamHandler(sys.stderr)

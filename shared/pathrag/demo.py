@@ -34,10 +34,13 @@ except ImportError:  # Python 3.10
     from importlib.abc import Traversable
 
 from .errors import PathRAGError
+from .index.compact import compact_lines
 from .index.extraction import parse_answers
 from .index.front import Document, IndexConfig, InsertSummary, PathRAGIndex
+from .index.packing import join_sections, prompt_texts
 from .llm.client import LanguageModel
 from .llm.prompts import ANSWER_INSTRUCTIONS, KEYWORDS_PROMPT, SUMMARY_PROMPT
+from .models import Entity, Relation
 from .query.context import PathContext, answer_prompt, result_context
 from .query.retrieval import RetrievalParams, RetrievalResult
 from .vectors.base import Embedder
@@ -138,6 +141,8 @@ class ReplayLLM(LanguageModel):
 
     * Extraction prompt: the recorded first answer for the chunk text inside the prompt (matched
       with whitespace collapsed); gleaning prompt: the recorded gleaning answer, else "nothing missing".
+      The compact prompt (one text or several packed): the records of every recorded answer of each text,
+      written in its lines.
     * Keyword prompt: the known entity names written in the question (longest match first), so the
       query side runs as it would with a real model.
     * Summary prompt: the first sentence of each description, joined and cut to the word limit.
@@ -198,6 +203,10 @@ class ReplayLLM(LanguageModel):
             if prompt.rstrip().endswith("Missing records:"):
                 return answers[1] if len(answers) > 1 else self._done
             return answers[0]
+        texts = prompt_texts(prompt)
+        if texts:  # the compact prompt, of one text or several: the recorded records in its lines
+            shares = ["\n".join(compact_lines(*self._records(text))) for text in texts]
+            return join_sections(shares) if len(texts) > 1 else shares[0] + "\nEND"
         kind = "answer" if ANSWER_INSTRUCTIONS in prompt else "unrecognised"
         raise ReplayMiss(
             f"the replay model has no answer for an {kind} prompt; it only replays extraction, "
@@ -207,6 +216,14 @@ class ReplayLLM(LanguageModel):
     @override
     async def acomplete(self, prompt: str) -> str:
         return self.complete(prompt)
+
+    def _records(self, text: str) -> tuple[list[Entity], list[Relation]]:
+        """The records recorded for ``text``, first answer and gleanings together."""
+        answers = self._answers.get(_normal(text))
+        if answers is None:
+            raise ReplayMiss(f"no recorded extraction for the chunk starting {text[:60]!r}")
+        parsed = parse_answers(answers)
+        return parsed.entities, parsed.relations
 
     def _keywords(self, question: str) -> str:
         found = [m.group(0).upper() for m in self._names.finditer(question)] if self._names else []
@@ -270,6 +287,7 @@ def open_demo_index(
         llm=ReplayLLM.from_directory(),
         embedder=embedder or HashingEmbedder(),
         config=IndexConfig(show_progress=show_progress, max_attempts=1),
+        extractor="llm",  # the recorded answers are the paper prompt's
     )
     try:
         return index, index.insert(load_corpus())

@@ -370,7 +370,9 @@ async def test_index_over_the_store_inserts_and_deletes_documents_like_the_embed
         ),
     ]
     indexes = [
-        PathRAGIndex(llm=ScriptedLLM(), embedder=HashingEmbedder(32), graph=graph, config=IndexConfig())
+        PathRAGIndex(
+            llm=ScriptedLLM(), embedder=HashingEmbedder(32), graph=graph, config=IndexConfig(), extractor="llm"
+        )
         for graph in (backend.make(), None)
     ]
     for index in indexes:

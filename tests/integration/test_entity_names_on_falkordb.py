@@ -16,8 +16,8 @@ async def test_the_pipeline_stores_normalised_names_on_falkordb(falkordb_server,
     assert len(expected) == len(ODD)  # the two 4 kB names sharing their beginning stay two entities
     # the chunk spells the names its records give (records naming what it never spells are dropped)
     docs = [Document(id="odd", text="A chunk about oddly named organisations: " + "; ".join(ODD))]
-    on_falkordb = PathRAGIndex(llm=RawRecordsLLM(ODD), embedder=HashingEmbedder(32), graph=store)
-    embedded = PathRAGIndex(llm=RawRecordsLLM(ODD), embedder=HashingEmbedder(32))
+    on_falkordb = PathRAGIndex(llm=RawRecordsLLM(ODD), embedder=HashingEmbedder(32), graph=store, extractor="llm")
+    embedded = PathRAGIndex(llm=RawRecordsLLM(ODD), embedder=HashingEmbedder(32), extractor="llm")
     for index in (on_falkordb, embedded):
         summary = await index.ainsert(docs)
         assert summary.entities == len(ODD) and not summary.failures

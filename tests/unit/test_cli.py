@@ -142,9 +142,9 @@ def test_index_reports_the_insert_summary(tmp_path: Path, docs: Path) -> None:
     rows = dict(re.findall(r"^  (\S.*?\S)  +(\S.*)$", result.stdout, re.M))
     assert rows["documents indexed"] == "3"
     assert rows["chunks"] == rows["chunks extracted"] == "3"
-    assert rows["LLM calls"] == "6"
+    assert rows["LLM calls"] == "3"  # one compact call each: the demo's documents are too long to pack
     assert int(rows["entities touched"]) > 30 and int(rows["relations touched"]) > 60
-    assert int(rows["tokens (prompt + completion)"].split()[0].replace(",", "")) > 10_000
+    assert int(rows["tokens (prompt + completion)"].split()[0].replace(",", "")) > 3_000
     assert "extracting" in result.stderr  # the progress bar
 
 

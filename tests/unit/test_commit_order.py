@@ -18,6 +18,7 @@ import pytest
 
 from pathrag import Document, Entity, HashingEmbedder, IndexConfig, PathRAGIndex
 from pathrag.errors import StoreLocked
+from pathrag.testing.facts import fact_texts
 
 from ..fakes import ScriptedLLM
 
@@ -85,7 +86,7 @@ class WatchedLLM(ScriptedLLM):
     async def acomplete(self, prompt: str) -> str:
         if self.index is not None and self.index._store is not None and self.index._store.in_transaction:
             self.inside.append(prompt)
-        if self.hook is not None and "NOW THE REAL TEXT" in prompt:
+        if self.hook is not None and fact_texts(prompt):  # an extraction prompt
             hook, self.hook = self.hook, None
             hook()
         return await super().acomplete(prompt)
@@ -190,7 +191,7 @@ def test_a_chunk_another_writer_dropped_meanwhile_is_extracted_again_from_the_ca
     llm.hook = lambda: second.delete(["a"])  # the shared chunk is dropped while the first extracts the new one
     summary = first.insert([Document(id="b", chunks=(shared, new))])
     assert summary.documents == 1 and summary.chunks == 2
-    asked = [p for p in llm.prompts if "NOW THE REAL TEXT" in p]
+    asked = [p for p in llm.prompts if fact_texts(p)]
     assert asked and all("Ida" in p for p in asked)  # the dropped chunk came back from the LLM cache
     assert contents(first) == clean(tmp_path, [Document(id="b", chunks=(shared, new))])
     first.close()

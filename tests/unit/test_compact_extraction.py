@@ -108,15 +108,21 @@ def test_a_chunk_over_the_window_is_extracted_in_halves() -> None:
 
 
 def test_the_paper_prompt_and_the_compact_one_share_a_store(tmp_path: Path) -> None:
-    index, _ = compact_index(ANSWER, tmp_path / "kb")
+    paper = '("entity"<|>Mara Quill<|>person<|>A sailor.)<|COMPLETE|>'
+    index = PathRAGIndex(tmp_path / "kb", llm=lambda prompt: paper, embedder=HashingEmbedder(), extractor="llm")
     index.insert([Document(id="mara", text=CHUNK)])
     index.close()
-    paper = '("entity"<|>Mara Quill<|>person<|>A sailor.)<|COMPLETE|>'
-    index = PathRAGIndex(tmp_path / "kb", llm=lambda prompt: paper, embedder=HashingEmbedder())
+    # a store indexed by the paper's prompt (before the compact one was the default) is not paid for again
+    index, prompts = compact_index(ANSWER, tmp_path / "kb")
     summary = index.insert([Document(id="mara", text=CHUNK)])
-    assert (summary.replaced, summary.entities) == (["mara"], 1)  # the compact records gave way
+    assert (summary.unchanged, summary.llm_calls, prompts) == (1, 0, [])
+    changed = index.insert([Document(id="mara", text=CHUNK + " She is back by noon.")])
+    assert (changed.replaced, changed.entities, len(prompts)) == (["mara"], 3, 1)  # a changed one: compact
     assert index.check() == []
     index.close()
+    lexical = PathRAGIndex(tmp_path / "kb", embedder=HashingEmbedder(), extractor="lexical")
+    assert lexical.insert([Document(id="mara", text=CHUNK + " She is back by noon.")]).replaced == ["mara"]
+    lexical.close()
 
 
 @pytest.fixture

@@ -28,10 +28,13 @@ def refusing_llm(prompt: str) -> str:
     raise AssertionError("an estimate called the model")
 
 
-def test_an_estimate_calls_no_model_and_comes_near_what_the_insert_spends(tmp_path: Path) -> None:
-    index = PathRAGIndex(tmp_path / "kb", llm=refusing_llm, embedder=HashingEmbedder())
-    estimate = index.estimate(demo_documents())
-    assert (estimate.documents, estimate.chunks_to_extract, estimate.calls, estimate.max_calls) == (6, 6, 6, 12)
+@pytest.mark.parametrize(("extractor", "max_calls"), [("compact", 6), ("llm", 12)])
+def test_an_estimate_calls_no_model_and_comes_near_what_the_insert_spends(
+    tmp_path: Path, extractor: str, max_calls: int
+) -> None:
+    index = PathRAGIndex(tmp_path / "kb", llm=refusing_llm, embedder=HashingEmbedder(), extractor=extractor)
+    estimate = index.estimate(demo_documents())  # the demo's documents are too long to pack: one call each
+    assert (estimate.documents, estimate.chunks_to_extract, estimate.calls, estimate.max_calls) == (6, 6, 6, max_calls)
     assert index.stats()["documents"] == 0  # nothing written
     index.llm = ReplayLLM.from_directory(DATA)
     summary = index.insert(demo_documents())
@@ -73,8 +76,10 @@ def test_pathrag_index_estimate_needs_no_key_and_writes_nothing(tmp_path: Path) 
     assert result.exit_code == 0, result.output
     assert not store.exists()
     rows = dict(re.findall(r"^  (\S.*?\S)  +(\S.*)$", result.stdout, re.M))
-    assert (rows["documents to index"], rows["chunks to extract"], rows["LLM calls"]) == ("6", "6", "6 to 12")
+    assert (rows["documents to index"], rows["chunks to extract"], rows["LLM calls"]) == ("6", "6", "6")
     assert rows["prompt tokens"].startswith("about ")
+    paper = run("index", CORPUS, "--store", store, "--estimate", "--extractor", "llm")
+    assert dict(re.findall(r"^  (\S.*?\S)  +(\S.*)$", paper.stdout, re.M))["LLM calls"] == "6 to 12"  # gleaning
     # after a lexical index, the LLM would extract every document again; the lexical one nothing
     assert run("index", CORPUS, "--store", store, "--extractor", "lexical").exit_code == 0
     again = dict(

@@ -40,7 +40,7 @@ class HostileLLM:
 
 def make(llm: HostileLLM) -> PathRAGIndex:
     config = IndexConfig(retry_initial_wait=0.001, retry_max_wait=0.002, max_attempts=1)
-    return PathRAGIndex(llm=llm.acomplete, embedder=HashingEmbedder(64), config=config)
+    return PathRAGIndex(llm=llm.acomplete, embedder=HashingEmbedder(64), config=config, extractor="llm")
 
 
 async def test_a_1mb_description_gets_a_bounded_prompt_and_a_bounded_description_when_the_summary_fails():
@@ -83,7 +83,7 @@ async def test_100000_records_for_a_40_character_chunk_keep_the_cap_and_count_th
     async def llm(prompt: str) -> str:
         return "<|COMPLETE|>" if "Missing records:" in prompt else flood
 
-    index = PathRAGIndex(tmp_path, llm=llm, embedder=HashingEmbedder(64))
+    index = PathRAGIndex(tmp_path, llm=llm, embedder=HashingEmbedder(64), extractor="llm")  # paper-format answers
     started = time.perf_counter()
     chunk = " ".join(f"E{i}" for i in range(200))  # 889 characters naming the first 200: the cap is the floor, 200
     summary = await index.ainsert([Document(id="d", text=chunk)])
@@ -100,7 +100,7 @@ async def test_lone_surrogates_in_answers_and_documents_are_replaced_not_fatal(t
             return "<|COMPLETE|>"
         return '("entity"<|>Alice<|>person<|>A navi\udcc3gator.)##("entity"<|>Bob<|>person<|>A cook.)<|COMPLETE|>'
 
-    index = PathRAGIndex(tmp_path, llm=llm, embedder=HashingEmbedder(64))
+    index = PathRAGIndex(tmp_path, llm=llm, embedder=HashingEmbedder(64), extractor="llm")  # paper-format answers
     first = await index.ainsert([Document(id="d", text="Alice and \ud800Bob.")])
     assert first.failures == [] and first.entities == 2 and len(calls) == 2
     assert index.graph.get_entities(["ALICE"])["ALICE"].description == "A navi\ufffdgator."

@@ -44,8 +44,14 @@ DOC_B = Document(
 
 
 def make(tmp_path=None, llm=None, **config) -> PathRAGIndex:
+    # the paper's prompt: its records carry strengths and it gleans, which these tests count (the compact
+    # prompt's pipeline, packs and all, is tested in test_packing.py)
     return PathRAGIndex(
-        tmp_path, llm=llm or ScriptedLLM(), embedder=HashingEmbedder(64), config=IndexConfig(**{**FAST, **config})
+        tmp_path,
+        llm=llm or ScriptedLLM(),
+        embedder=HashingEmbedder(64),
+        config=IndexConfig(**{**FAST, **config}),
+        extractor="llm",
     )
 
 
@@ -334,7 +340,7 @@ KILL_SCRIPT = textwrap.dedent("""
                      text=f"ENTITY N{{i}} | concept | Node {{i}}.\\nLINK N{{i}} | HUB | n{{i}} joins. | k | 2")
             for i in range(40)]
     index = PathRAGIndex(sys.argv[1], llm=ScriptedLLM(delay=0.02), embedder=HashingEmbedder(64),
-                         config=IndexConfig(max_concurrency=2))
+                         config=IndexConfig(max_concurrency=2), extractor="llm")
     asyncio.run(index.ainsert(docs))
     print("finished")
 """)

@@ -37,6 +37,7 @@ def markdown(doc_id: str, chunks: tuple[str, ...]) -> Document:
 
 
 def build(llm, store, *docs, **extractor):
+    extractor.setdefault("extractor", "llm")  # the paper's prompt: strengths and gleaning, as the core's tests
     return PropertyGraphIndex.from_documents(
         docs,
         property_graph_store=store,
@@ -58,7 +59,7 @@ def graph_of(store: SimplePropertyGraphStore) -> tuple[dict, dict]:
 
 def core_graph(*batches: tuple[str, ...]) -> tuple[dict, dict]:
     """The same records merged by the core's own pipeline, one insert per batch."""
-    index = pathrag.PathRAGIndex(llm=ScriptedLLM(), embedder=pathrag.HashingEmbedder(64))
+    index = pathrag.PathRAGIndex(llm=ScriptedLLM(), embedder=pathrag.HashingEmbedder(64), extractor="llm")
     for i, chunks in enumerate(batches):
         index.insert([pathrag.Document(id=f"doc{i}", chunks=chunks)])
     return (
@@ -117,7 +118,7 @@ async def test_one_batch_emits_each_item_once_and_appends_to_earlier_extractors(
         TextNode(text=chunk, metadata={KG_NODES_KEY: [earlier]} if i == 0 else {})
         for i, chunk in enumerate(CHUNKS_A + CHUNKS_B)
     ]
-    await PathRAGExtractor(llm=ScriptedLlamaLLM()).acall(nodes)
+    await PathRAGExtractor(llm=ScriptedLlamaLLM(), extractor="llm").acall(nodes)  # gleaning finds LANTERN
     emitted = [
         (
             [n.name for n in node.metadata[KG_NODES_KEY]],
@@ -140,10 +141,18 @@ async def test_one_batch_emits_each_item_once_and_appends_to_earlier_extractors(
 async def test_concurrency_is_bounded_and_progress_is_shown(capsys):
     llm = ScriptedLlamaLLM(delay=0.01)
     nodes = [TextNode(text=f"ENTITY E{i} | concept | Number {i}.") for i in range(6)]
-    await PathRAGExtractor(llm=llm, num_workers=2, show_progress=True).acall(nodes)
+    await PathRAGExtractor(llm=llm, num_workers=2, show_progress=True, extractor="llm").acall(nodes)
     assert llm.max_in_flight == 2
     assert len(llm.prompts) == 12  # one extraction and one gleaning prompt per chunk
     assert "PathRAG extraction" in capsys.readouterr().err
+
+
+async def test_small_chunks_share_one_compact_call_and_keep_their_own_records():
+    llm = ScriptedLlamaLLM()
+    nodes = [TextNode(text=f"ENTITY E{i} | concept | Number {i}.") for i in range(6)]
+    await PathRAGExtractor(llm=llm).acall(nodes)  # the default: the compact prompt, small chunks packed
+    assert len(llm.prompts) == 1 and "### Text 6" in llm.prompts[0]
+    assert [[n.name for n in node.metadata[KG_NODES_KEY]] for node in nodes] == [[f"E{i}"] for i in range(6)]
 
 
 async def test_untrusted_output_and_empty_chunks():
@@ -156,7 +165,7 @@ async def test_untrusted_output_and_empty_chunks():
     await PathRAGExtractor(llm=llm).acall(nodes)
     assert [[n.name for n in node.metadata[KG_NODES_KEY]] for node in nodes] == [["KEPT"], [], []]
     assert all(node.metadata[KG_RELATIONS_KEY] == [] for node in nodes)
-    assert len(llm.prompts) == 4  # extraction + one gleaning for each non-blank chunk; the blank one costs nothing
+    assert len(llm.prompts) == 1  # the two non-blank chunks in one compact call; the blank one costs nothing
 
 
 async def test_a_failing_model_fails_the_call_before_anything_is_written():

@@ -72,7 +72,14 @@ def markdown(doc_id: str, chunks: tuple[str, ...] | None = None) -> Document:
 
 
 def build(
-    store, llm, first: list[Document], *later: Document, vector_store=None, reembed: bool = False, **options
+    store,
+    llm,
+    first: list[Document],
+    *later: Document,
+    vector_store=None,
+    reembed: bool = False,
+    extractor: str = "compact",
+    **options,
 ) -> PropertyGraphIndex:
     """As the README builds it: the extractor gets the index's store. ``later`` documents are inserted one by one.
     ``reembed``: the extractor also gets the embed model."""
@@ -85,7 +92,11 @@ def build(
         vector_store=vector_store,
         kg_extractors=[
             PathRAGExtractor(
-                llm=llm, graph_store=store, vector_store=vector_store, embed_model=embed_model if reembed else None
+                llm=llm,
+                graph_store=store,
+                vector_store=vector_store,
+                embed_model=embed_model if reembed else None,
+                extractor=extractor,
             )
         ],
         transformations=[MarkdownNodeParser()],
@@ -219,7 +230,8 @@ def test_what_the_deleted_document_supported_is_gone_and_what_it_shared_is_rebui
     assert "LANTERN" not in graph["entities"]
     assert all("LANTERN" not in key for key, *_ in graph["relations"])
     tide_ida = [r for r in graph["relations"] if r[0] == ("IDA", "TIDE BOARD")]
-    assert tide_ida == [(("IDA", "TIDE BOARD"), ("TIDE BOARD", "IDA"), "The Tide Board hired Ida.", ("contract",), 6.0)]
+    # weight 1: the compact prompt (the default) asks for no strength, each record counts one
+    assert tide_ida == [(("IDA", "TIDE BOARD"), ("TIDE BOARD", "IDA"), "The Tide Board hired Ida.", ("contract",), 1.0)]
     assert chunk_documents(store) == ["A", "A", "B", "B", "C", "D"]  # LlamaIndex left D's second chunk
     # provenance: every entity lists the chunks it came from, none of them D's
     live = {n.id for n in store.get() if isinstance(n, ChunkNode)}

@@ -32,7 +32,7 @@ async def test_records_over_the_cap_are_logged_and_counted_in_the_metadata(
     monkeypatch.setattr(PathRAGExtractor, "_ask", ask)
     node = TextNode(text=TEXT, id_="chunk-1")
     caplog.set_level(logging.INFO, logger="llama_index_pathrag.extractor")
-    await PathRAGExtractor(llm=ScriptedLlamaLLM()).acall([node])
+    await PathRAGExtractor(llm=ScriptedLlamaLLM(), extractor="llm").acall([node])  # the paper's format
 
     assert len(node.metadata[KG_NODES_KEY]) == 200
     extracted = json.loads(node.metadata[EXTRACTED_KEY])

@@ -14,6 +14,7 @@ import pytest_socket
 
 from pathrag import HashingEmbedder, NetworkXGraphStore, PathRAGIndex, find_key_paths
 from pathrag.importers import import_openie
+from pathrag.index.packing import join_sections, prompt_texts
 from pathrag.query.context import result_context
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -262,18 +263,17 @@ def test_the_graph_can_be_built_by_extraction_with_a_model(bench, tmp_path):
         def complete(self, prompt: str) -> str:
             raise AssertionError("indexing is async")
 
-        async def acomplete(self, prompt: str) -> str:
+        async def acomplete(self, prompt: str) -> str:  # the compact prompt, several passages packed
             self.calls += 1
-            if "FOLLOW-UP" in prompt:
-                return "<|COMPLETE|>"
-            title = prompt.rsplit("Text:\n", 1)[1].split("\n", 1)[0]
-            return f'("entity"<|>{title}<|>concept<|>{title})<|COMPLETE|>'
+            titles = [text.split("\n", 1)[0] for text in prompt_texts(prompt)]
+            return join_sections([f"E|{title}|concept|{title}" for title in titles])
 
     model = TitleExtractor()
     report = bench.run(
         SAMPLE, budgets=[900], methods=["dense", "default"], cache_dir=tmp_path, progress=False, extract_with=model
     )
-    assert model.calls == 2 * len(bench.corpus_passages(SAMPLE)) == 160  # extraction + one gleaning each
+    passages = len(bench.corpus_passages(SAMPLE))
+    assert passages == 80 and 0 < model.calls <= passages / 5  # ~100-token passages, about ten to a call
     rows = {r["method"]: r for r in report["rows"]}
     assert rows["default"]["gold_recall"] > 0 and 0 <= rows["default"]["answer_in_context"] <= 1
 
@@ -301,7 +301,10 @@ def test_the_indexing_cost_benchmark_counts_calls_and_tokens_per_setting(tmp_pat
         pytest_socket.disable_socket(allow_unix_socket=True)
     rows = {r["setting"]: r for r in json.loads((tmp_path / "cost.json").read_text())}
     assert set(rows) == set(cost.SETTINGS)
-    assert [rows[s]["calls"] for s in cost.SETTINGS] == [10, 5, 5, 0]  # extraction and a gleaning; one; one; none
-    assert rows["compact"]["prompt_tokens"] < rows["paper-no-gleaning"]["prompt_tokens"] / 3
+    # five ~100-token passages: one packed call; one each; extraction and a gleaning each; one each; none
+    assert [rows[s]["calls"] for s in cost.SETTINGS] == [1, 5, 10, 5, 0]
+    assert rows["compact-alone"]["prompt_tokens"] < rows["paper-no-gleaning"]["prompt_tokens"] / 3
+    assert rows["compact"]["prompt_tokens"] < rows["compact-alone"]["prompt_tokens"] / 2
+    assert rows["compact"]["completion_tokens"] >= rows["compact-alone"]["completion_tokens"] > 0
     assert rows["paper"]["prompt_tokens"] > 2 * rows["paper-no-gleaning"]["prompt_tokens"] > 0
     assert rows["paper"]["completion_tokens"] > 0 and rows["lexical"]["prompt_tokens"] == 0

@@ -21,16 +21,17 @@ from langchain_core.indexing import InMemoryRecordManager, index
 from langchain_pathrag import PathRAGIndexer
 from pathrag import IndexConfig
 from pathrag._sync import run_sync, shared_loop
+from pathrag.index.extraction import ExtractionConfig
+from pathrag.testing.facts import fact_answer
 from pathrag.testing.openai_stub import OpenAIStub
 
-from ..fakes import TEXT, answer_for
 from ..langchain_fakes import embeddings
 
 
 def _answer(prompt: str, max_tokens: int | None) -> str:
     """Extraction prompts answered from the chunk's facts (the last text block of the prompt)."""
-    found = TEXT.findall(prompt)
-    return answer_for(found[-1], gleaning=prompt.rstrip().endswith("Missing records:")) if found else "ok"
+    extracted = fact_answer(prompt)
+    return "ok" if extracted is None else extracted
 
 
 @pytest.fixture
@@ -44,7 +45,8 @@ def endpoint() -> Iterator[OpenAIStub]:
 
 
 #: One attempt per model call: a call broken by a closed loop shows as a chunk failure instead of a retry.
-ONE_ATTEMPT = IndexConfig(max_attempts=1)
+# one call per chunk (no packing): the calls of one insert are in flight together, on several connections
+ONE_ATTEMPT = IndexConfig(max_attempts=1, extraction=ExtractionConfig(pack_tokens=1))
 
 
 def _chat_openai(url: str) -> Any:

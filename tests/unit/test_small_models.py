@@ -50,7 +50,7 @@ def index_with(answer, config: IndexConfig = NO_GLEANING) -> PathRAGIndex:
     async def llm(prompt: str) -> str:
         return answer(prompt) if callable(answer) else answer
 
-    return PathRAGIndex(llm=llm, embedder=HashingEmbedder(), config=config)
+    return PathRAGIndex(llm=llm, embedder=HashingEmbedder(), config=config, extractor="llm")  # the paper's prompt
 
 
 def names(index: PathRAGIndex) -> set[str]:
@@ -109,7 +109,8 @@ def test_mock_llm_parroting_adds_nothing_and_says_so_in_the_chunk_metadata() -> 
     PathRAGExtractor(llm=MockLLM())([node])  # MockLLM answers each prompt with the prompt itself
     assert node.metadata[KG_NODES_KEY] == []
     extracted = json.loads(node.metadata[EXTRACTED_KEY])
-    assert extracted["entities"] == [] and extracted["ungrounded"] >= 17
+    # the compact prompt echoed: its example's five records and its two template lines, none named in the chunk
+    assert extracted["entities"] == [] and extracted["ungrounded"] == 7
 
 
 def test_mock_llm_keywords_fall_back_to_the_question() -> None:
@@ -207,7 +208,7 @@ def test_a_real_chat_openai_over_its_window_gets_http_400_and_the_chunk_is_halve
 
     with OpenAIStub(answer) as stub:
         chat = ChatOpenAI(model="stub", base_url=stub.url, api_key="sk-test", max_retries=0)  # type: ignore[arg-type]
-        indexer = PathRAGIndexer(chat, PathRAGEmbeddings(HashingEmbedder()), config=NO_GLEANING)
+        indexer = PathRAGIndexer(chat, PathRAGEmbeddings(HashingEmbedder()), config=NO_GLEANING, extractor="llm")
         summary = indexer.index.insert([Document(id="rowers", text=chunk)])
     assert summary.failures == [] and summary.entities == 30
     assert [c.status for c in stub.calls] == [400, 200, 200]  # refused once, not retried as is
@@ -224,7 +225,7 @@ def test_pathrag_index_reports_the_records_it_did_not_keep(
     with OpenAIStub(lambda prompt, max_tokens: answer if "Missing records" not in prompt else "<|COMPLETE|>") as stub:
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
         monkeypatch.setenv("OPENAI_BASE_URL", stub.url)
-        result = run("index", folder, "--store", tmp_path / "kb", "--embedding-model", "hashing")
+        result = run("index", folder, "--store", tmp_path / "kb", "--embedding-model", "hashing", "--extractor", "llm")
     assert result.exit_code == 0, result.output
     rows = dict(re.findall(r"^  (\S.*?\S)  +(\S.*)$", result.stdout, re.M))
     assert rows["records not kept"] == "2 (1 malformed, 1 naming what their chunk never spells)"

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from ..llm.overflow import is_context_overflow
 from ..models import Entity, Relation
@@ -42,11 +42,20 @@ from ..names import clean_description, normalize_name, normalize_type, replace_s
 from .extraction import ChunkExtraction, ExtractionConfig, ExtractionResult, extract_halves
 from .extraction import max_records_for as _max_records_for
 
-__all__ = ["COMPACT_PROMPT", "build_compact_prompt", "extract_compact", "parse_compact"]
+__all__ = [
+    "COMPACT_EXAMPLE",
+    "COMPACT_PROMPT",
+    "COMPACT_RULES",
+    "build_compact_prompt",
+    "compact_lines",
+    "extract_compact",
+    "parse_compact",
+    "read_compact",
+]
 
 logger = logging.getLogger(__name__)
 
-COMPACT_PROMPT = """Turn the text at the end into knowledge-graph records, one per line, and nothing else.
+COMPACT_RULES = """Turn the text at the end into knowledge-graph records, one per line, and nothing else.
 First one line per entity the text names (people, organisations, places, events, works, dates, ideas):
 E|entity name|type|what the text says about it
 Then one line per pair of those entities that the text links:
@@ -54,19 +63,28 @@ R|entity name|other entity name|keywords|how the text links the two
 - type is one of: {entity_types}. keywords are a few words for the kind of link.
 - Spell names as the text does. Use only what the text states. Write descriptions in {language}, in at most \
 25 words each.
-- Write END on the last line.
+"""
 
-For instance, "Ida Marr founded the Tarn Rowing Club in 1902." gives:
+COMPACT_EXAMPLE = """For instance, "Ida Marr founded the Tarn Rowing Club in 1902." gives:
 E|Ida Marr|person|Founded the Tarn Rowing Club in 1902.
 E|Tarn Rowing Club|organization|Club founded by Ida Marr in 1902.
 E|1902|event|The year the Tarn Rowing Club was founded.
 R|Ida Marr|Tarn Rowing Club|founder|Ida Marr founded the club in 1902.
 R|Tarn Rowing Club|1902|founding year|The club was founded in 1902.
 END
+"""
 
+COMPACT_PROMPT = (
+    COMPACT_RULES
+    + """- Write END on the last line.
+
+"""
+    + COMPACT_EXAMPLE
+    + """
 Text:
 {input_text}
 """
+)
 
 _LINE = re.compile(r"^[\s>*•\-]*(?:\d+[.)]\s*)?(?P<tag>e|r|entity|relation|relationship)\s*\|(?P<rest>.*)$", re.I)
 
@@ -111,6 +129,22 @@ def parse_compact(text: str, *, chunk_id: str | None = None, max_records: int | 
     return result
 
 
+def compact_lines(entities: Iterable[Entity], relations: Iterable[Relation]) -> list[str]:
+    """Records written as the compact prompt asks for them, one line each (the inverse of :func:`parse_compact`:
+    a replay of recorded records, a stand-in model).
+
+    >>> compact_lines([Entity(name="MARA", type="person", description="A sailor.")], [])
+    ['E|MARA|person|A sailor.']
+    """
+    lines = [f"E|{e.name}|{e.type}|{_one_line(e.description)}" for e in entities]
+    lines += [f"R|{r.source}|{r.target}|{', '.join(r.keywords)}|{_one_line(r.description)}" for r in relations]
+    return lines
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def _entity(fields: list[str], source_ids: tuple[str, ...]) -> Entity | None:
     if len(fields) < 3 or not (name := normalize_name(fields[0])):
         return None
@@ -150,9 +184,6 @@ async def extract_compact(
     >>> len(done.answers), [e.name for e in done.result.entities]
     (1, ['ALICE'])
     """
-    from .grounding import ground
-
-    cap = _max_records_for(text)
     try:
         answer = replace_surrogates(await ask(build_compact_prompt(text, config)))
     except Exception as exc:
@@ -161,6 +192,19 @@ async def extract_compact(
         return await extract_halves(
             text, lambda half: extract_compact(half, ask, config, chunk_id=chunk_id), chunk_id, exc, "compact"
         )
+    return read_compact(answer, text, chunk_id)
+
+
+def read_compact(answer: str, text: str, chunk_id: str | None) -> ChunkExtraction:
+    """A compact ``answer`` for the chunk ``text`` as kept: parsed, grounded in ``text`` and capped.
+
+    >>> done = read_compact("E|Alice|person|A navigator.\\nE|Bob|person|Not in the text.", "Alice navigates.", "c1")
+    >>> [e.name for e in done.result.entities], done.result.ungrounded
+    (['ALICE'], 1)
+    """
+    from .grounding import ground
+
+    cap = _max_records_for(text)
     result = ground(parse_compact(answer, chunk_id=chunk_id, max_records=cap), text)
     if result.ungrounded or result.dropped:
         logger.warning(

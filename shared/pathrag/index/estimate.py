@@ -53,6 +53,14 @@ class ChunkCost:
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
+    def __add__(self, other: ChunkCost) -> ChunkCost:
+        return ChunkCost(
+            self.calls + other.calls,
+            self.max_calls + other.max_calls,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
 
 @dataclass
 class IndexEstimate:
@@ -62,7 +70,7 @@ class IndexEstimate:
     ``chunks_to_extract``: those whose records the store does not hold yet; ``calls`` to ``max_calls``
     model calls; ``prompt_tokens`` and ``completion_tokens`` of the most calls (the answers estimated)."""
 
-    extractor: str = "llm"
+    extractor: str = "compact"
     documents: int = 0
     unchanged: int = 0
     chunks: int = 0
@@ -83,9 +91,9 @@ class IndexEstimate:
         """Tokens per new or changed document (0 without one)."""
         return self.tokens / self.documents if self.documents else 0.0
 
-    def add(self, cost: ChunkCost) -> None:
-        """Count one chunk's cost."""
-        self.chunks_to_extract += 1
+    def add(self, cost: ChunkCost, chunks: int = 1) -> None:
+        """Count the cost of ``chunks`` chunks extracted together."""
+        self.chunks_to_extract += chunks
         self.calls += cost.calls
         self.max_calls += cost.max_calls
         self.prompt_tokens += cost.prompt_tokens

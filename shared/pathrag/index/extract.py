@@ -26,7 +26,8 @@ from tqdm.auto import tqdm
 
 from ..errors import StoreDamaged
 from ..llm.calls import OperationCalls
-from .extraction import ExtractionConfig
+from ..llm.tokens import TokenCounter
+from .extraction import ChunkExtraction, ExtractionConfig
 from .extractors import Extractor
 from .records import DocumentRecord, RecordTables
 from .values import ChunkFailure, Document, InsertSummary
@@ -108,55 +109,68 @@ async def extract_chunks(
     extractor: Extractor,
     max_concurrency: int,
     show_progress: bool,
+    token_counter: TokenCounter | None = None,
 ) -> set[str]:
     """Extract every chunk of ``planned`` (id -> text, document ids) concurrently by ``extractor`` (with
-    ``ask``, the index's LLM, when it has one), saving each
-    one's records in ``records`` as they land; the ids of the chunks that failed (each reported in
-    ``summary.failures`` and skipped: one bad chunk must not sink the run)."""
+    ``ask``, the index's LLM, when it has one), in the calls it packs them into (``token_counter`` measures
+    the packs), saving each one's records in ``records`` as they land; the ids of the chunks that failed (each
+    reported in ``summary.failures`` and skipped: one bad chunk must not sink the run)."""
     failed: set[str] = set()
     shown = show_progress and bool(planned)  # no bar when every chunk is saved already
     progress = tqdm(total=len(planned), unit="chunk", desc="extracting", disable=not shown)
     counts = {"entities": 0, "relations": 0}
 
-    async def one(cid: str, text: str, doc_ids: list[str]) -> None:
+    def fail(cid: str, doc_ids: list[str], exc: Exception) -> None:  # reported and skipped
+        logger.warning("chunk %s failed after retries: %r", cid, exc)
+        summary.failures.append(ChunkFailure(cid, tuple(doc_ids), f"{type(exc).__name__}: {exc}"))
+        failed.add(cid)
+
+    def save(cid: str, text: str, done: ChunkExtraction) -> None:
+        records.store_chunk(
+            cid,
+            text,
+            [e.model_dump(mode="json") for e in done.result.entities],
+            [r.model_dump(mode="json") for r in done.result.relations],
+        )
+        summary.chunks_extracted += 1
+        summary.records_dropped += done.result.dropped
+        summary.records_skipped += done.result.skipped
+        summary.records_ungrounded += done.result.ungrounded
+        counts["entities"] += len(done.result.entities)
+        counts["relations"] += len(done.result.relations)
+
+    async def one(pack: list[tuple[str, str]]) -> None:
         try:
-            done = await extractor.extract(text, cid, ask, config)
+            results: list[ChunkExtraction | Exception] = await extractor.extract_pack(pack, ask, config)
         except StoreDamaged:  # the store's file, not the chunk: no other chunk can be saved either
             raise
-        except Exception as exc:  # reported and skipped
-            logger.warning("chunk %s failed after retries: %r", cid, exc)
-            summary.failures.append(ChunkFailure(cid, tuple(doc_ids), f"{type(exc).__name__}: {exc}"))
-            failed.add(cid)
-        else:
-            records.store_chunk(
-                cid,
-                text,
-                [e.model_dump(mode="json") for e in done.result.entities],
-                [r.model_dump(mode="json") for r in done.result.relations],
-            )
-            summary.chunks_extracted += 1
-            summary.records_dropped += done.result.dropped
-            summary.records_skipped += done.result.skipped
-            summary.records_ungrounded += done.result.ungrounded
-            counts["entities"] += len(done.result.entities)
-            counts["relations"] += len(done.result.relations)
-        progress.update(1)
+        except Exception as exc:  # the whole call failed: every chunk of it
+            results = [exc] * len(pack)
+        for (cid, text), done in zip(pack, results, strict=True):
+            if isinstance(done, Exception):
+                fail(cid, planned[cid][1], done)
+            else:
+                save(cid, text, done)
+        progress.update(len(pack))
         progress.set_postfix_str(  # raw counts: merging the same names across chunks makes them smaller
             f"{run.calls} calls, {run.prompt_tokens + run.completion_tokens:,} tokens, before merging "
             f"{counts['entities']} entities, {counts['relations']} relations",
             refresh=False,
         )
 
-    # A few workers take the chunks in turn from one queue, instead of a task per chunk from the start: the
+    # A few workers take the calls in turn from one queue, instead of a task per call from the start: the
     # tasks of 10^6 tiny documents held 10 GB before the first answer. Twice the model's concurrency keeps
     # it busy while some wait to retry.
-    queue = iter(list(planned.items()))
+    chunks = [(cid, text) for cid, (text, _) in planned.items()]
+    calls = extractor.packs(chunks, config, token_counter)
+    del chunks
+    queue = iter(calls)
 
     async def worker() -> None:
-        for cid, (text, doc_ids) in queue:
-            await one(cid, text, doc_ids)
+        for pack in queue:
+            await one(pack)
 
-    tasks = [asyncio.ensure_future(worker()) for _ in range(min(len(planned), 2 * max_concurrency))]
+    tasks = [asyncio.ensure_future(worker()) for _ in range(min(len(calls), 2 * max_concurrency))]
     try:
         await asyncio.gather(*tasks)
     except BaseException:

@@ -28,11 +28,8 @@ summaries) are :mod:`pathrag.index.values`, its embedder stand-ins :mod:`pathrag
 
 >>> import asyncio
 >>> from pathrag import PathRAGIndex, HashingEmbedder
->>> async def llm(prompt):
-...     return (
-...         '("entity"<|>Alice<|>person<|>A pilot.)##'
-...         '("relationship"<|>Alice<|>Saltmere<|>Alice lives in Saltmere.<|>home<|>7)<|COMPLETE|>'
-...     )
+>>> async def llm(prompt):  # the compact prompt's records, one per line
+...     return "E|Alice|person|A pilot.\\nR|Alice|Saltmere|home|Alice lives in Saltmere.\\nEND"
 >>> index = PathRAGIndex(llm=llm, embedder=HashingEmbedder())
 >>> summary = index.insert(["Alice, a pilot, lives in Saltmere."])
 >>> summary.documents, summary.entities, summary.relations
@@ -154,7 +151,7 @@ class PathRAGIndex:
         embedder_name: str | None = None,
         backend: IndexBackend | None = None,
         check_on_open: bool = True,
-        extractor: str | Extractor = "llm",
+        extractor: str | Extractor = "compact",
     ) -> None:
         self.config = config = config or IndexConfig()
         self.llm = as_language_model(llm) if llm is not None else None
@@ -291,7 +288,7 @@ class PathRAGIndex:
         >>> index = PathRAGIndex(embedder=HashingEmbedder(64))
         >>> cost = index.estimate(["Mara Quill sails the Gull to Saltmere."])
         >>> cost.chunks_to_extract, cost.calls, cost.max_calls
-        (1, 1, 2)
+        (1, 1, 1)
         """
         estimate = IndexEstimate(extractor=self.extractor.name)
         seen: dict[str, str] = {}
@@ -301,9 +298,10 @@ class PathRAGIndex:
             estimate.documents += len(chosen.todo)
             estimate.unchanged += chosen.unchanged
             estimate.chunks += len(chosen.planned)
-            for cid in chosen.missing:
-                text = chosen.planned[cid][0]
-                estimate.add(self.extractor.cost(text, self.config.extraction, self.config.token_counter))
+            missing = [(cid, chosen.planned[cid][0]) for cid in chosen.missing]
+            counter, extraction = self.config.token_counter, self.config.extraction
+            for pack in self.extractor.packs(missing, extraction, counter):
+                estimate.add(self.extractor.cost([text for _, text in pack], extraction, counter), len(pack))
         return estimate
 
     async def adelete(self, document_ids: Iterable[str]) -> DeleteSummary:

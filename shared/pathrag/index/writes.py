@@ -120,12 +120,12 @@ class Writer:
         extractor: Extractor,
     ) -> set[str]:
         """Extract ``planned`` chunks by ``extractor`` (with the index's LLM, if any); the ids of those that failed."""
-        has_llm = self._llm() is not None
-        if planned and not has_llm and extractor.uses_llm:
+        llm = self._llm()
+        if planned and llm is None and extractor.uses_llm:
             raise ValueError(NO_LLM)
         return await extract_chunks(
             planned,
-            (lambda prompt: self._ask(prompt, run)) if has_llm else None,
+            self._calls.bound(llm, run) if llm is not None else None,
             self.config.extraction,
             self.records,
             summary,
@@ -133,6 +133,7 @@ class Writer:
             extractor=extractor,
             max_concurrency=self.config.max_concurrency,
             show_progress=self.config.show_progress,
+            token_counter=self.config.token_counter,
         )
 
     async def delete(self, document_ids: list[str]) -> DeleteSummary:

@@ -21,7 +21,7 @@ from .client import LanguageModel
 from .overflow import is_context_overflow
 from .tokens import TokenCounter, count_tokens
 
-__all__ = ["AnswerCache", "LLMCaller", "OperationCalls", "cache_key"]
+__all__ = ["AnswerCache", "BoundAsk", "LLMCaller", "OperationCalls", "cache_key"]
 
 
 class AnswerCache(Protocol):
@@ -82,10 +82,9 @@ class LLMCaller:
         Counts the call, cache hit and tokens in ``calls``. Raises the last error once every attempt
         has failed.
         """
-        key = cache_key(llm.name, prompt)
-        if self.use_cache and self.cache is not None and key in self.cache:
-            calls.hits += 1
-            return self.cache[key]
+        cached = self.recall(llm, prompt, calls)
+        if cached is not None:
+            return cached
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.max_attempts),
             wait=wait_random_exponential(multiplier=self.retry_initial_wait, max=self.retry_max_wait),
@@ -100,9 +99,46 @@ class LLMCaller:
         answer = replace_surrogates(answer)  # a lone surrogate could not be cached, stored or sent on
         calls.prompt_tokens += self.usage_tokens(prompt)
         calls.completion_tokens += self.usage_tokens(answer)
-        if self.use_cache and self.cache is not None:
-            self.cache[key] = answer  # written at once: a crash does not make us pay for it again
+        self.remember(llm, prompt, answer)  # written at once: a crash does not make us pay for it again
         return answer
+
+    def recall(self, llm: LanguageModel, prompt: str, calls: OperationCalls) -> str | None:
+        """``llm``'s cached answer to ``prompt`` (counted as a hit in ``calls``), or ``None``."""
+        key = cache_key(llm.name, prompt)
+        if self.use_cache and self.cache is not None and key in self.cache:
+            calls.hits += 1
+            return self.cache[key]
+        return None
+
+    def remember(self, llm: LanguageModel, prompt: str, answer: str) -> None:
+        """Cache ``answer`` as ``llm``'s to ``prompt`` (when caching is on)."""
+        if self.use_cache and self.cache is not None:
+            self.cache[cache_key(llm.name, prompt)] = answer
+
+    def bound(self, llm: LanguageModel, calls: OperationCalls) -> BoundAsk:
+        """``llm`` asked through this caller for one operation (see :class:`BoundAsk`)."""
+        return BoundAsk(self, llm, calls)
+
+
+class BoundAsk:
+    """A model as one operation asks it: ``await ask(prompt)`` goes through the caller's cache, limit and
+    retries; :meth:`recall` and :meth:`remember` read and write the cache for answers got another way (a
+    chunk's share of a packed answer, see :mod:`pathrag.index.packing`)."""
+
+    def __init__(self, caller: LLMCaller, llm: LanguageModel, calls: OperationCalls) -> None:
+        self._caller, self._llm, self._calls = caller, llm, calls
+
+    async def __call__(self, prompt: str) -> str:
+        """The model's answer to ``prompt`` (see :meth:`LLMCaller.ask`)."""
+        return await self._caller.ask(self._llm, prompt, self._calls)
+
+    def recall(self, prompt: str) -> str | None:
+        """The cached answer to ``prompt``, or ``None``."""
+        return self._caller.recall(self._llm, prompt, self._calls)
+
+    def remember(self, prompt: str, answer: str) -> None:
+        """Cache ``answer`` for ``prompt``."""
+        self._caller.remember(self._llm, prompt, answer)
 
 
 def _worth_retrying(error: BaseException) -> bool:

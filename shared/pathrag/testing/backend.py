@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -21,6 +20,7 @@ from ..index.backend import IndexBackend
 from ..models import Entity, Relation, RetrievalResult
 from ..vectors.base import Embedder, VectorIndex, VectorItem
 from ..vectors.hashing import HashingEmbedder
+from .facts import fact_answer, fact_texts
 
 __all__ = ["FaultyEmbedder", "IndexBackendContract", "ScriptedModel", "backend_of", "committed_state"]
 
@@ -52,13 +52,12 @@ FERRY_DOC = (
 BASE_STATS = {"documents": 2, "chunks": 3, "imports": 0, "records": 0, "entities": 4, "relations": 3}
 QUESTION = "Who lives in Saltmere and sails the Gull?"
 
-_REAL_TEXT = re.compile(r"NOW THE REAL TEXT\nText:\n(.*?)\nOutput:\n", re.S)
-
 
 class ScriptedModel:
     """A deterministic language model for the contracts: a chunk line ``ENTITY name | type | description``
     or ``LINK source | target | description | keywords | strength`` comes back as the matching extraction
-    record; gleaning finds nothing more; a summary prompt gets a short summary. ``delay`` seconds per call
+    record (:func:`pathrag.testing.facts.fact_answer`, either prompt); gleaning finds nothing more; a summary
+    prompt gets a short summary. ``delay`` seconds per call
     (awaited); ``texts`` holds the chunk text of every extraction and gleaning prompt, in call order."""
 
     name = "scripted"
@@ -79,20 +78,8 @@ class ScriptedModel:
             await asyncio.sleep(self.delay)
         if prompt.rstrip().endswith("Merged description:"):
             return f"A summary of {prompt.count(chr(10) + '- ')} descriptions."
-        found = _REAL_TEXT.findall(prompt)
-        text = found[-1] if found else ""
-        self.texts.append(text)
-        if prompt.rstrip().endswith("Missing records:"):
-            return "<|COMPLETE|>"
-        records = []
-        for line in text.splitlines():
-            kind, _, rest = line.partition(" ")
-            fields = "<|>".join(f.strip() for f in rest.split("|"))
-            if kind == "ENTITY":
-                records.append(f'("entity"<|>{fields})')
-            elif kind == "LINK":
-                records.append(f'("relationship"<|>{fields})')
-        return "##\n".join(records) + "<|COMPLETE|>"
+        self.texts.append("\n".join(fact_texts(prompt)))
+        return fact_answer(prompt) or ""
 
 
 class FaultyEmbedder(HashingEmbedder):
