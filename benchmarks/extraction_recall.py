@@ -1,9 +1,11 @@
 """Benchmark: how many of a passage's entities a model's extraction finds, per extraction setting.
 
 The first ``--limit`` passages of a dev set (``../shared/data/musique-dev``: ``corpus.json``, else the OpenIE
-file) are indexed one chunk each by a model at an OpenAI-compatible ``--url`` (a local llama.cpp server, say:
-see ``../shared/notes/local-model.md``), once per setting (``paper``: the default prompt with a gleaning round;
-``paper-no-gleaning``; ``compact``: :mod:`pathrag.index.compact`). For each setting:
+file) are indexed, one document and one chunk each, by a model at an OpenAI-compatible ``--url`` (a local
+llama.cpp server, say: see ``../shared/notes/local-model.md``), once per setting (``compact``: the default,
+:mod:`pathrag.index.compact`, one call per passage; ``compact-packed``: the same prompt, small chunks packed
+into one call up to 1,200 tokens, :mod:`pathrag.index.packing`; ``paper``: the paper's prompt, ``extractor="llm"``,
+with a gleaning round; ``paper-no-gleaning``). For each setting:
 
 * **entity recall**: the share of the OpenIE file's entities (gpt-3.5's) of those passages that the index
   holds under the same name (both normalised by :func:`pathrag.names.normalize_name`), and the share it holds
@@ -32,11 +34,11 @@ from typing import Any
 import httpx
 
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex
-from pathrag.index.extraction import ExtractionConfig
+from pathrag.index.extraction import PACK_TOKENS, ExtractionConfig
 from pathrag.index.grounding import ChunkWords, name_occurs
 from pathrag.names import normalize_name
 
-SETTINGS = ("paper", "paper-no-gleaning", "compact")
+SETTINGS = ("compact", "compact-packed", "paper", "paper-no-gleaning")
 
 
 def passages_and_entities(data: Path, limit: int) -> list[tuple[str, set[str]]]:
@@ -59,12 +61,13 @@ def run_setting(setting: str, rows: Sequence[tuple[str, set[str]]], url: str, mo
     from langchain_pathrag import LangChainLanguageModel
 
     gleaning = 1 if setting == "paper" else 0
-    config = IndexConfig(extraction=ExtractionConfig(max_gleaning=gleaning), max_concurrency=1, max_attempts=1)
+    extraction = ExtractionConfig(max_gleaning=gleaning, pack_tokens=PACK_TOKENS if setting == "compact-packed" else 0)
+    config = IndexConfig(extraction=extraction, max_concurrency=1, max_attempts=1)
     # a client of its own: langchain-openai shares one per URL, bound to the event loop of the first insert
     client = httpx.AsyncClient(timeout=600)
     chat = ChatOpenAI(model=model, base_url=url, api_key="sk-local", temperature=0, http_async_client=client)  # type: ignore[arg-type]
     llm = LangChainLanguageModel(chat, max_tokens=config.extraction.max_answer_tokens)
-    extractor = "compact" if setting == "compact" else "llm"
+    extractor = "llm" if setting.startswith("paper") else "compact"
     index = PathRAGIndex(llm=llm, embedder=HashingEmbedder(), config=config, extractor=extractor)
     started = time.perf_counter()
     summary = index.insert([Document(id=f"p{i}", text=text) for i, (text, _) in enumerate(rows)])

@@ -6,8 +6,9 @@ document, one chunk each) are indexed through a recording OpenAI-compatible endp
 :class:`langchain_pathrag.PathRAGIndexer`, once per setting:
 
 * ``compact``: the default, the compact prompt (:mod:`pathrag.index.compact`: one short example, one record per
-  line) with small chunks packed into one call up to 1,200 tokens of text (:mod:`pathrag.index.packing`);
-* ``compact-alone``: the same prompt, one call per passage (``pack_tokens=1``);
+  line), one call per passage;
+* ``compact-packed``: the same prompt, small chunks packed into one call up to 1,200 tokens of text
+  (``ExtractionConfig(pack_tokens=1200)``, :mod:`pathrag.index.packing`);
 * ``paper``: the paper's prompt (few-shot examples, ``extractor="llm"``) and one gleaning round;
 * ``paper-no-gleaning``: the same prompt, no gleaning;
 * ``lexical``: the lexical extractor (no model at all).
@@ -41,12 +42,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pathrag import Document, HashingEmbedder, IndexConfig
-from pathrag.index.extraction import ExtractionConfig
+from pathrag.index.extraction import PACK_TOKENS, ExtractionConfig
 from pathrag.index.packing import join_sections, prompt_texts
 from pathrag.llm.tokens import TokenCounter, approximate_token_count, default_token_counter
 from pathrag.testing.openai_stub import OpenAIStub
 
-SETTINGS = ("compact", "compact-alone", "paper", "paper-no-gleaning", "lexical")
+SETTINGS = ("compact", "compact-packed", "paper", "paper-no-gleaning", "lexical")
 
 
 def passages(data: Path, limit: int | None) -> list[str]:
@@ -136,7 +137,7 @@ def run_setting(
     from langchain_pathrag import PathRAGEmbeddings, PathRAGIndexer
 
     gleaning = 0 if setting == "paper-no-gleaning" else 1
-    extraction = ExtractionConfig(max_gleaning=gleaning, pack_tokens=1 if setting == "compact-alone" else 1_200)
+    extraction = ExtractionConfig(max_gleaning=gleaning, pack_tokens=PACK_TOKENS if setting == "compact-packed" else 0)
     config = IndexConfig(extraction=extraction, max_attempts=1)
     docs = [Document(id=f"passage-{i}", text=t) for i, t in enumerate(texts)]
     mean = statistics.fmean(counter(t) for t in texts)

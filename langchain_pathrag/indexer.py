@@ -211,7 +211,8 @@ class PathRAGIndexer:
       :meth:`load`). The default vector indexes are then the store's own. Stores you pass in persist
       themselves. A directory of earlier versions (vectors in ``*.vectorstore.json``) is migrated on open.
     * ``config``: the core's :class:`pathrag.IndexConfig` (concurrency, retries, cache, gleaning...).
-    * ``extractor``: ``"compact"`` (``llm`` extracts with a short prompt, several small chunks in one call),
+    * ``extractor``: ``"compact"`` (``llm`` extracts with a short prompt; ``config=IndexConfig(extraction=
+      ExtractionConfig(pack_tokens=1200))`` packs small chunks into one call),
       ``"llm"`` (the paper's prompt and a gleaning round: about five times the tokens), or ``"lexical"``: no
       model at all (see :mod:`pathrag.index.extractors`); ``PathRAGIndexer(None, embeddings,
       extractor="lexical")`` indexes offline.

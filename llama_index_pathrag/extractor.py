@@ -1,7 +1,8 @@
 """``PathRAGExtractor``: pathrag's extraction as a ``PropertyGraphIndex`` kg extractor, with merging and deletes.
 
-Each chunk is extracted by the core's extractor (``extractor=``: the compact prompt by default, several small chunks
-in one call, see :mod:`pathrag.index.packing`; ``"llm"``: the paper's prompt and gleaning; ``"lexical"``: no model)
+Each chunk is extracted by the core's extractor (``extractor=``: the compact prompt by default, small chunks packed
+into one call with ``config.pack_tokens``, see :mod:`pathrag.index.packing`; ``"llm"``: the paper's prompt and
+gleaning; ``"lexical"``: no model)
 through any LlamaIndex LLM, ``num_workers`` calls at a time. The records are then merged by the core's rules
 (:mod:`pathrag.index.merging`): descriptions joined without repeats, the most frequent type, summed weights,
 united keywords; relations are undirected (A→B and B→A are one relation, first direction kept).
@@ -388,7 +389,7 @@ class PathRAGExtractor(TransformComponent):
     extractor: str = Field(
         default="compact", description="'compact', 'llm' (the paper's prompt) or 'lexical' (no model)."
     )
-    num_workers: int = Field(default=4, ge=1, description="Chunks extracted at the same time.")
+    num_workers: int = Field(default=4, ge=1, description="Extraction calls at the same time.")
     show_progress: bool = False
     graph_store: PropertyGraphStore | None = Field(
         default=None, exclude=True, description="The index's store, to merge with what is already stored."

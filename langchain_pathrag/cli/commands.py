@@ -147,6 +147,13 @@ def index(
         "sentences naming two of them as relations). A document a model extracted counts as indexed for "
         "either prompt; one indexed with 'lexical' is extracted again when a model is used.",
     ),
+    pack: int = typer.Option(
+        0,
+        "--pack",
+        help="With the compact extractor: ask consecutive small chunks in one call, up to this many tokens of "
+        "text (1200: the default chunk size). Far fewer prompt tokens for short documents; a weak local model "
+        "finds fewer entities packed. 0: one call per chunk.",
+    ),
     estimate: bool = typer.Option(
         False,
         "--estimate",
@@ -156,7 +163,7 @@ def index(
 ) -> None:
     """Extract entities and relations from documents into the store (re-running skips unchanged files)."""
     lexical = extractor is ExtractorKind.lexical
-    _check_index_options(chunk_size, chunk_overlap, embedding_model)
+    _check_index_options(chunk_size, chunk_overlap, embedding_model, pack)
     if not (lexical or estimate) and replay is None and lazy_language_model(model) is None:  # said before reading
         raise CliError(f"indexing extracts entities with a language model: {NO_KEY}, or add --extractor lexical")
     earlier: dict[str, str] = {}
@@ -170,17 +177,18 @@ def index(
         keep = (
             (lambda idx, docs: _keep_earlier_ids(idx, docs, earlier, store)) if id_prefix is None and earlier else None
         )
-        print_estimate(store, docs, extractor.value, keep)
+        print_estimate(store, docs, extractor.value, keep, pack=pack)
         return
     llm = None if lexical else _extraction_llm(replay, model)  # lexical asks no model: it costs nothing, key or not
     if llm is None and not lexical:
         raise CliError(f"indexing extracts entities with a language model: {NO_KEY}, or add --extractor lexical")
     docs = read_documents(files, chunk_size, chunk_overlap)
     from pathrag import IndexConfig
+    from pathrag.index.extraction import ExtractionConfig
 
     from .store import opened
 
-    config = IndexConfig(show_progress=True, lock_timeout=wait)
+    config = IndexConfig(show_progress=True, lock_timeout=wait, extraction=ExtractionConfig(pack_tokens=pack))
     if replay:  # a replay miss is not transient: no retries with back-off
         config = dataclasses.replace(config, max_attempts=1)
     with opened(
@@ -196,8 +204,10 @@ def index(
     _report_insert(store, summary, stats)
 
 
-def _check_index_options(chunk_size: int, chunk_overlap: int, embedding_model: str | None) -> None:
+def _check_index_options(chunk_size: int, chunk_overlap: int, embedding_model: str | None, pack: int) -> None:
     """``index``'s options that can be refused before anything is read."""
+    if pack < 0:
+        raise CliError(f"--pack must be 0 (one call per chunk) or a number of tokens, not {pack}", code=2)
     if chunk_size < 1:
         raise CliError(f"--chunk-size must be at least 1 token, not {chunk_size}", code=2)
     if not 0 <= chunk_overlap < chunk_size:

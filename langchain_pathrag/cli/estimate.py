@@ -24,14 +24,17 @@ def print_estimate(
     docs: list[Document],
     extractor: str,
     keep_ids: Callable[[PathRAGIndex, list[Document]], list[Document]] | None = None,
+    *,
+    pack: int = 0,
 ) -> None:
     """Print what indexing ``docs`` into ``store`` with ``extractor`` would cost (``keep_ids``: the ids earlier
-    versions gave the documents, as ``pathrag index`` keeps them)."""
+    versions gave the documents, as ``pathrag index`` keeps them; ``pack``: ``--pack``)."""
     from pathrag import HashingEmbedder, IndexConfig, PathRAGIndex
+    from pathrag.index.extraction import ExtractionConfig
 
     from .store import opened, read_meta
 
-    config = IndexConfig(show_progress=False)
+    config = IndexConfig(show_progress=False, extraction=ExtractionConfig(pack_tokens=pack))
     if read_meta(store) is None:  # no store yet: everything is new
         estimate = PathRAGIndex(embedder=HashingEmbedder(), config=config, extractor=extractor).estimate(docs)
     else:

@@ -11,7 +11,6 @@ from langchain_core.indexing.api import IndexingException
 from langchain_pathrag import PathRAGIndexer
 from langchain_pathrag.indexer import PathRAGDocumentIndex
 from pathrag import IndexConfig
-from pathrag.index.extraction import ExtractionConfig
 
 from ..langchain_fakes import HARBOUR, QUESTION, WALL, ScriptedChatModel, embeddings
 
@@ -320,8 +319,7 @@ async def test_a_chunk_that_keeps_failing_is_not_recorded_as_indexed():
             return super().reply(prompt)
 
     llm = Flaky()
-    alone = ExtractionConfig(pack_tokens=1)  # each chunk in a call of its own: only the Sea Wall's fails
-    indexer = PathRAGIndexer(llm, embeddings(), config=IndexConfig(max_attempts=1, extraction=alone))
+    indexer = PathRAGIndexer(llm, embeddings(), config=IndexConfig(max_attempts=1))
     records = InMemoryRecordManager("pathrag/flaky")
     records.create_schema()
     docs = split_documents(SOURCES)

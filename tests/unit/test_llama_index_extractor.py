@@ -13,6 +13,7 @@ from llama_index.core.schema import TextNode
 import pathrag
 from llama_index_pathrag import RELATION_LABEL, HashingEmbedding, PathRAGExtractor
 from llama_index_pathrag.graph import entity_from_node, relation_from_store
+from pathrag.index.extraction import PACK_TOKENS, ExtractionConfig
 from pathrag.index.merging import relation_key
 
 from ..fakes import ScriptedLLM
@@ -150,7 +151,7 @@ async def test_concurrency_is_bounded_and_progress_is_shown(capsys):
 async def test_small_chunks_share_one_compact_call_and_keep_their_own_records():
     llm = ScriptedLlamaLLM()
     nodes = [TextNode(text=f"ENTITY E{i} | concept | Number {i}.") for i in range(6)]
-    await PathRAGExtractor(llm=llm).acall(nodes)  # the default: the compact prompt, small chunks packed
+    await PathRAGExtractor(llm=llm, config=ExtractionConfig(pack_tokens=PACK_TOKENS)).acall(nodes)
     assert len(llm.prompts) == 1 and "### Text 6" in llm.prompts[0]
     assert [[n.name for n in node.metadata[KG_NODES_KEY]] for node in nodes] == [[f"E{i}"] for i in range(6)]
 
@@ -165,7 +166,7 @@ async def test_untrusted_output_and_empty_chunks():
     await PathRAGExtractor(llm=llm).acall(nodes)
     assert [[n.name for n in node.metadata[KG_NODES_KEY]] for node in nodes] == [["KEPT"], [], []]
     assert all(node.metadata[KG_RELATIONS_KEY] == [] for node in nodes)
-    assert len(llm.prompts) == 1  # the two non-blank chunks in one compact call; the blank one costs nothing
+    assert len(llm.prompts) == 2  # one compact call per non-blank chunk; the blank one costs nothing
 
 
 async def test_a_failing_model_fails_the_call_before_anything_is_written():

@@ -21,7 +21,6 @@ from langchain_core.indexing import InMemoryRecordManager, index
 from langchain_pathrag import PathRAGIndexer
 from pathrag import IndexConfig
 from pathrag._sync import run_sync, shared_loop
-from pathrag.index.extraction import ExtractionConfig
 from pathrag.testing.facts import fact_answer
 from pathrag.testing.openai_stub import OpenAIStub
 
@@ -45,8 +44,7 @@ def endpoint() -> Iterator[OpenAIStub]:
 
 
 #: One attempt per model call: a call broken by a closed loop shows as a chunk failure instead of a retry.
-# one call per chunk (no packing): the calls of one insert are in flight together, on several connections
-ONE_ATTEMPT = IndexConfig(max_attempts=1, extraction=ExtractionConfig(pack_tokens=1))
+ONE_ATTEMPT = IndexConfig(max_attempts=1)
 
 
 def _chat_openai(url: str) -> Any:

@@ -12,10 +12,12 @@ import pytest
 
 from pathrag import Document, HashingEmbedder, IndexConfig, PathRAGIndex
 from pathrag.index.compact import build_compact_prompt
-from pathrag.index.extraction import ExtractionConfig
+from pathrag.index.extraction import PACK_TOKENS, ExtractionConfig
 from pathrag.index.packing import build_packed_prompt, extract_pack, packs, split_sections
 from pathrag.llm.overflow import ContextOverflow
 from pathrag.llm.tokens import count_tokens
+
+from .test_cli import no_key, run  # noqa: F401 (no_key: an autouse fixture)
 
 TEXTS = {
     "a": "Ida Marr rows with Tom Vell on the Tarn.",
@@ -56,6 +58,7 @@ def index_with(
         prompts.append(prompt)
         return answer(prompt)
 
+    extraction.setdefault("pack_tokens", PACK_TOKENS)
     config = IndexConfig(extraction=ExtractionConfig(**extraction), max_concurrency=1, max_attempts=attempts)
     return PathRAGIndex(directory, llm=llm, embedder=HashingEmbedder(), extractor="compact", config=config), prompts
 
@@ -73,7 +76,7 @@ def test_small_chunks_share_one_call_and_keep_their_own_records() -> None:
     index, prompts = index_with(faithful)
     summary = index.insert(docs("a", "b", "c"))
     assert (summary.llm_calls, summary.chunks_extracted, summary.failures) == (1, 3, [])
-    assert prompts == [build_packed_prompt(list(TEXTS.values()), ExtractionConfig())]
+    assert prompts == [build_packed_prompt(list(TEXTS.values()), ExtractionConfig(pack_tokens=PACK_TOKENS))]
     assert chunk_records(index, "a") == ({"IDA MARR", "TOM VELL", "TARN"}, {("IDA MARR", "TOM VELL")})
     assert chunk_records(index, "b") == ({"OSKA LIND", "PIA HOLM", "SALTMERE"}, {("OSKA LIND", "PIA HOLM")})
     ida = index.graph.get_entities(["IDA MARR"])["IDA MARR"]  # named in a and c: both chunks are its sources
@@ -83,10 +86,10 @@ def test_small_chunks_share_one_call_and_keep_their_own_records() -> None:
 def test_packs_stop_at_the_budget_and_a_long_chunk_goes_alone() -> None:
     chunks = [("a", "word " * 40), ("b", "word " * 40), ("c", "word " * 40), ("d", "word " * 500)]
     assert [[cid for cid, _ in p] for p in packs(chunks, budget=100)] == [["a", "b"], ["c"], ["d"]]
-    assert [len(p) for p in packs(chunks, budget=1)] == [1, 1, 1, 1]  # pack_tokens=1: every chunk alone
-    index, prompts = index_with(faithful, pack_tokens=1)
+    assert [len(p) for p in packs(chunks, budget=0)] == [1, 1, 1, 1]  # pack_tokens=0 (the default): every chunk alone
+    index, prompts = index_with(faithful, pack_tokens=0)
     assert index.insert(docs("a", "b")).llm_calls == 2
-    assert prompts == [build_compact_prompt(TEXTS[i], ExtractionConfig(pack_tokens=1)) for i in "ab"]
+    assert prompts == [build_compact_prompt(TEXTS[i], ExtractionConfig()) for i in "ab"]
 
 
 def test_records_for_another_text_are_dropped_there_and_counted() -> None:
@@ -199,7 +202,7 @@ def test_the_estimate_counts_one_call_per_pack() -> None:
     estimate = index.estimate(docs("a", "b", "c"))
     assert (estimate.chunks_to_extract, estimate.calls, estimate.max_calls) == (3, 1, 1)
     assert prompts == []
-    alone, _ = index_with(faithful, pack_tokens=1)
+    alone, _ = index_with(faithful, pack_tokens=0)
     assert alone.estimate(docs("a", "b", "c")).calls == 3
     assert alone.estimate(docs("a", "b", "c")).prompt_tokens > 2 * estimate.prompt_tokens
 
@@ -220,3 +223,19 @@ def test_extract_pack_works_with_a_plain_function() -> None:
         ["IDA MARR", "TARN", "TOM VELL"],
         ["OSKA LIND", "PIA HOLM", "SALTMERE"],
     ]
+
+
+def test_pathrag_index_packs_with_pack_and_refuses_a_negative_one(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in TEXTS.items():
+        (folder / f"{name}.md").write_text(text, encoding="utf-8")
+
+    def calls(*options: str) -> str:
+        result = run("index", folder, "--store", tmp_path / "kb", "--estimate", *options)
+        assert result.exit_code == 0, result.output
+        return dict(re.findall(r"^  (\S.*?\S)  +(\S.*)$", result.stdout, re.M))["LLM calls"]
+
+    assert (calls(), calls("--pack", "1200"), calls("--pack", "1200", "--extractor", "llm")) == ("3", "1", "3 to 6")
+    refused = run("index", folder, "--store", tmp_path / "kb", "--pack", "-1", "--extractor", "lexical")
+    assert refused.exit_code == 2 and "--pack must be 0" in refused.output

@@ -128,9 +128,9 @@ DEFAULT_MAX_ANSWER_TOKENS = 4_000
 """The default output cap of an extraction call (:attr:`ExtractionConfig.max_answer_tokens`): the demo's densest
 chunk (about 800 tokens) has an answer of about 2,800 tokens; a runaway answer stops here."""
 
-DEFAULT_PACK_TOKENS = 1_200
-"""How many tokens of text one compact call takes at most (:attr:`ExtractionConfig.pack_tokens`): the paper's
-chunk size, the length one extraction call is made for."""
+PACK_TOKENS = 1_200
+"""A budget for :attr:`ExtractionConfig.pack_tokens` when packing: the paper's chunk size, the length of text one
+extraction call is made for (see :mod:`pathrag.index.packing`)."""
 
 CHARS_PER_ANSWER_TOKEN = 4
 """An answer is cut at this many characters per token of the cap (English averages about four)."""
@@ -151,16 +151,17 @@ class ExtractionConfig:
     language: str = DEFAULT_LANGUAGE
     max_gleaning: int = 1
     max_answer_tokens: int = DEFAULT_MAX_ANSWER_TOKENS
-    pack_tokens: int = DEFAULT_PACK_TOKENS
+    pack_tokens: int = 0
     """The compact extraction asks consecutive chunks together while their texts add up to at most this many
-    tokens (see :mod:`pathrag.index.packing`); 1 asks every chunk alone."""
+    tokens (see :mod:`pathrag.index.packing`; :data:`PACK_TOKENS` is the paper's chunk size). 0, the default,
+    asks every chunk alone: packed, a 1.5B local model found a third fewer entities."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "entity_types", tuple(self.entity_types))
         if self.max_gleaning < 0:
             raise ValueError("max_gleaning must be >= 0")
-        if self.pack_tokens < 1:
-            raise ValueError(f"pack_tokens must be at least 1, got {self.pack_tokens!r}")
+        if self.pack_tokens < 0:
+            raise ValueError(f"pack_tokens must be 0 (no packing) or more, got {self.pack_tokens!r}")
         if self.max_answer_tokens < 1:
             raise ValueError(f"max_answer_tokens must be at least 1, got {self.max_answer_tokens!r}")
 

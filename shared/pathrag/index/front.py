@@ -120,11 +120,14 @@ class PathRAGIndex:
     :class:`MissingEmbedderError` (a write before changing anything). Without a directory, or with one
     that holds no store yet, pass an embedder.
 
-    ``extractor`` turns chunks into records: ``"llm"`` (the default) asks ``llm``; ``"lexical"`` needs no model
-    at all (names and the sentences joining them, see :mod:`pathrag.index.lexical`), so with the
-    :class:`~pathrag.HashingEmbedder` a folder is indexed with no key and no network. One store holds both kinds:
-    indexing a document again with the other extractor replaces its records (see
-    :mod:`pathrag.index.extractors`). With ``llm`` given, the lexical index still asks it for description
+    ``extractor`` turns chunks into records: ``"compact"`` (the default) asks ``llm`` with a short prompt
+    (small chunks packed into one call with ``ExtractionConfig(pack_tokens=1200)``, see
+    :mod:`pathrag.index.packing`); ``"llm"`` with the paper's prompt and
+    gleaning; ``"lexical"`` needs no model at all (names and the sentences joining them, see
+    :mod:`pathrag.index.lexical`), so with the :class:`~pathrag.HashingEmbedder` a folder is indexed with no key
+    and no network. One store holds every kind: indexing a document again with a model replaces its lexical
+    records and the other way round, while a document either model prompt extracted counts as indexed for both
+    (see :mod:`pathrag.index.extractors`). With ``llm`` given, the lexical index still asks it for description
     summaries and query keywords.
 
     ``backend`` keeps the index somewhere else: an :class:`~pathrag.index.backend.IndexBackend` of your own

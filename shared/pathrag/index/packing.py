@@ -1,10 +1,15 @@
 """Small chunks packed into one compact call, each record still traced to its own chunk.
 
 The compact prompt's rules cost about 300 tokens, a 100-token paragraph a third of that: asked one by one,
-short chunks pay mostly for the rules. :func:`packs` groups consecutive chunks into one call while their
-texts together stay within ``ExtractionConfig.pack_tokens`` (1,200 by default: the paper's chunk size, the
-length one call is made for); a chunk as long as that is asked alone. :func:`build_packed_prompt` numbers
-the texts under header lines (``### Text 2``) and asks for each text's records under its own header::
+short chunks pay mostly for the rules. With ``ExtractionConfig(pack_tokens=1200)``
+(:data:`pathrag.index.extraction.PACK_TOKENS`, the paper's chunk size; ``pathrag index --pack 1200``),
+:func:`packs` groups consecutive chunks into one call while their texts together stay within that many tokens;
+a chunk as long as that is asked alone. It is off by default: with Qwen2.5-Coder-1.5B on 20 MuSiQue
+paragraphs, entity recall fell from 52 % asked one by one to 32 % packed (it gave each text fewer records,
+and some of another text's); no stronger model was measured (``benchmarks/extraction_recall.py``).
+:func:`build_packed_prompt`
+numbers the texts under header lines (``### Text 2``), shows a two-text example, and asks for each text's
+records under its own header::
 
     ### Text 1
     E|Mara Quill|person|A sailor.
@@ -48,7 +53,7 @@ from ..errors import StoreDamaged
 from ..llm.overflow import is_context_overflow
 from ..llm.tokens import TokenCounter, count_tokens
 from ..names import replace_surrogates
-from .compact import COMPACT_EXAMPLE, COMPACT_RULES, build_compact_prompt, extract_compact, parse_compact, read_compact
+from .compact import COMPACT_RULES, build_compact_prompt, extract_compact, parse_compact, read_compact
 from .extraction import ChunkExtraction, ExtractionConfig
 
 __all__ = [
@@ -69,6 +74,27 @@ Chunk = tuple[str, str]
 
 PACK_HEADER = "### Text {number}"
 
+PACKED_EXAMPLE = """For instance, the texts
+### Text 1
+Ida Marr founded the Tarn Rowing Club in 1902.
+
+### Text 2
+The club rows on Lake Tarn.
+give:
+### Text 1
+E|Ida Marr|person|Founded the Tarn Rowing Club in 1902.
+E|Tarn Rowing Club|organization|Club founded by Ida Marr in 1902.
+R|Ida Marr|Tarn Rowing Club|founder|Ida Marr founded the club in 1902.
+### Text 2
+E|Tarn Rowing Club|organization|A club that rows on Lake Tarn.
+E|Lake Tarn|location|Where the club rows.
+R|Tarn Rowing Club|Lake Tarn|rowing place|The club rows on Lake Tarn.
+END
+"""
+"""The packed prompt's example: two texts, each answered under its header. A weak model copies the example's
+shape more than it follows the rules (Qwen2.5-Coder-1.5B, shown the single-text example, wrote every text's
+records in one list)."""
+
 PACKED_PROMPT = (
     COMPACT_RULES
     + """- The texts are numbered, each under a header line such as "### Text 2". Answer text by text, in \
@@ -77,7 +103,7 @@ record gets its header line alone.
 - Write END once, on the last line, after the last text.
 
 """
-    + COMPACT_EXAMPLE
+    + PACKED_EXAMPLE
     + """
 Texts:
 {texts}
