@@ -2,10 +2,10 @@
 
 Each chunk is extracted by the core's extractor (``extractor=``: the compact prompt by default, small chunks packed
 into one call with ``config.pack_tokens``, see :mod:`pathrag.index.packing`; ``"llm"``: the paper's prompt and
-gleaning; ``"lexical"``: no model)
-through any LlamaIndex LLM, ``num_workers`` calls at a time. The records are then merged by the core's rules
-(:mod:`pathrag.index.merging`): descriptions joined without repeats, the most frequent type, summed weights,
-united keywords; relations are undirected (A→B and B→A are one relation, first direction kept).
+gleaning; ``"lexical"``: no model) through any LlamaIndex LLM, ``num_workers`` calls at a time. The records are
+then merged by the core's rules (:mod:`pathrag.index.merging`): descriptions joined without repeats, the most
+frequent type, summed weights, united keywords; relations are undirected (A→B and B→A are one relation, first
+direction kept).
 
 Provenance, as in the core: every entity and relation keeps the records it was merged from, chunk by chunk,
 in its property ``pathrag_sources`` (JSON: chunk id, document id, records), and every chunk lists in its

@@ -124,8 +124,8 @@ class LexicalExtractor(Extractor):
 
 
 class CompactExtractor(Extractor):
-    """The compact prompt (:mod:`pathrag.index.compact`): one short call for several small chunks
-    (:mod:`pathrag.index.packing`), one record per line."""
+    """The compact prompt (:mod:`pathrag.index.compact`), one record per line: one short call per chunk, or per
+    pack of small chunks with ``config.pack_tokens`` (:mod:`pathrag.index.packing`)."""
 
     name, uses_llm = "compact", True
 
