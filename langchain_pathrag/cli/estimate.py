@@ -60,7 +60,10 @@ def print_estimate(
         ]
     report(f"Estimate for {store} (no model called, nothing written):", rows)
     if extractor != "lexical" and estimate.chunks_to_extract:
+        gleaning = (
+            "the most calls are counted (each gleaning round run); " if estimate.max_calls > estimate.calls else ""
+        )
         print(
-            "  the most calls are counted (each gleaning round run); not counted: answers cached in the store, and "
-            "the description summaries of names met in many chunks"
+            f"  {gleaning}not counted: answers cached in the store, and the description summaries of names met in "
+            "many chunks"
         )

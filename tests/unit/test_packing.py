@@ -237,5 +237,7 @@ def test_pathrag_index_packs_with_pack_and_refuses_a_negative_one(tmp_path: Path
         return dict(re.findall(r"^  (\S.*?\S)  +(\S.*)$", result.stdout, re.M))["LLM calls"]
 
     assert (calls(), calls("--pack", "1200"), calls("--pack", "1200", "--extractor", "llm")) == ("3", "1", "3 to 6")
+    said = run("index", folder, "--store", tmp_path / "kb", "--estimate").stdout
+    assert "not counted: answers cached" in said and "gleaning" not in said  # the compact prompt gleans nothing
     refused = run("index", folder, "--store", tmp_path / "kb", "--pack", "-1", "--extractor", "lexical")
     assert refused.exit_code == 2 and "--pack must be 0" in refused.output
