@@ -241,3 +241,11 @@ def test_pathrag_index_packs_with_pack_and_refuses_a_negative_one(tmp_path: Path
     assert "not counted: answers cached" in said and "gleaning" not in said  # the compact prompt gleans nothing
     refused = run("index", folder, "--store", tmp_path / "kb", "--pack", "-1", "--extractor", "lexical")
     assert refused.exit_code == 2 and "--pack must be 0" in refused.output
+
+
+def test_a_model_echoing_the_packed_prompt_adds_nothing_and_says_so() -> None:
+    index, _ = index_with(lambda prompt: prompt if "\nTexts:\n" in prompt else faithful(prompt))
+    summary = index.insert([*docs("b"), Document(id="h", text="Hal Brenn farms with Una Kell near Kelso.")])
+    # the example's records come back under its own "### Text 1/2" headers: named in neither text, all dropped
+    assert (summary.failures, summary.entities, summary.relations) == ([], 0, 0)
+    assert summary.records_ungrounded > 0 and summary.records_skipped > 0  # the template lines, under no text
