@@ -23,6 +23,7 @@ _EXPORTS = {
     "NetworkXGraphStore": "graphs.memory",
     "PathRAGError": "errors",
     "as_graph_store": "graphs.memory",
+    "ExtractionConfig": "index.extraction",
     "Document": "index.front",
     "IndexConfig": "index.front",
     "InsertSummary": "index.front",
@@ -59,6 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .graphs.base import BaseGraphStore, GraphStore, Neighborhood
     from .graphs.cypher import CypherGraphStore
     from .graphs.memory import NetworkXGraphStore, as_graph_store
+    from .index.extraction import ExtractionConfig
     from .index.front import Document, IndexConfig, InsertSummary, PathRAGIndex
     from .llm.client import LanguageModel, as_language_model
     from .models import Entity, Keywords, Relation, RetrievalResult, RetrievedItem, ScoredPath, SourceDocument
@@ -82,6 +84,7 @@ __all__ = [
     "Document",
     "Embedder",
     "Entity",
+    "ExtractionConfig",
     "HashingEmbedder",
     "IndexConfig",
     "InMemoryVectorIndex",
