@@ -161,9 +161,7 @@ async def extract_chunks(
     # A few workers take the calls in turn from one queue, instead of a task per call from the start: the
     # tasks of 10^6 tiny documents held 10 GB before the first answer. Twice the model's concurrency keeps
     # it busy while some wait to retry.
-    chunks = [(cid, text) for cid, (text, _) in planned.items()]
-    calls = extractor.packs(chunks, config, token_counter)
-    del chunks
+    calls = extractor.packs([(cid, text) for cid, (text, _) in planned.items()], config, token_counter)
     queue = iter(calls)
 
     async def worker() -> None:

@@ -136,11 +136,13 @@ def packs(chunks: Sequence[Chunk], budget: int, token_counter: TokenCounter | No
     >>> [len(p) for p in packs([("a", "one two"), ("b", "three"), ("c", "x " * 50)], budget=20)]
     [2, 1]
     """
+    if budget < 2:  # packing off (the default): no chunk's tokens need counting
+        return [[chunk] for chunk in chunks]
     grouped: list[list[Chunk]] = []
     used = budget  # nothing open yet: the first chunk starts a pack
     for chunk in chunks:
         size = count_tokens(chunk[1], token_counter)
-        if used + size > budget or budget < 2:
+        if used + size > budget:
             grouped.append([])
             used = 0
         grouped[-1].append(chunk)
