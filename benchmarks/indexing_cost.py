@@ -43,7 +43,7 @@ from pathlib import Path
 
 from pathrag import Document, HashingEmbedder, IndexConfig
 from pathrag.index.extraction import PACK_TOKENS, ExtractionConfig
-from pathrag.index.packing import join_sections, prompt_texts
+from pathrag.index.packing import compact_answer, prompt_texts
 from pathrag.llm.tokens import TokenCounter, approximate_token_count, default_token_counter
 from pathrag.testing.openai_stub import OpenAIStub
 
@@ -149,10 +149,8 @@ def run_setting(
         if prompt.rstrip().endswith("Missing records:"):
             return "<|COMPLETE|>"  # a gleaning round finds nothing missing
         compact = prompt_texts(prompt)
-        if len(compact) > 1:  # a pack: each passage's lines under its header
-            return join_sections([records(text)[1].removesuffix("END").rstrip("\n") for text in compact])
-        if compact:
-            return records(compact[0])[1]
+        if compact:  # one passage, or a pack of them: each passage's record lines
+            return compact_answer([records(text)[1].removesuffix("END").rstrip("\n") for text in compact])
         if "\nText:\n" not in prompt:  # a description summary
             return "A merged description."
         text = prompt.rsplit("\nText:\n", 1)[1].rsplit("\nOutput:\n", 1)[0]  # the last text: the examples' come first

@@ -37,7 +37,7 @@ from .errors import PathRAGError
 from .index.compact import compact_lines
 from .index.extraction import parse_answers
 from .index.front import Document, IndexConfig, InsertSummary, PathRAGIndex
-from .index.packing import join_sections, prompt_texts
+from .index.packing import compact_answer, prompt_texts
 from .llm.client import LanguageModel
 from .llm.prompts import ANSWER_INSTRUCTIONS, KEYWORDS_PROMPT, SUMMARY_PROMPT
 from .models import Entity, Relation
@@ -205,8 +205,7 @@ class ReplayLLM(LanguageModel):
             return answers[0]
         texts = prompt_texts(prompt)
         if texts:  # the compact prompt, of one text or several: the recorded records in its lines
-            shares = ["\n".join(compact_lines(*self._records(text))) for text in texts]
-            return join_sections(shares) if len(texts) > 1 else shares[0] + "\nEND"
+            return compact_answer(["\n".join(compact_lines(*self._records(text))) for text in texts])
         kind = "answer" if ANSWER_INSTRUCTIONS in prompt else "unrecognised"
         raise ReplayMiss(
             f"the replay model has no answer for an {kind} prompt; it only replays extraction, "

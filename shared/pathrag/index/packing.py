@@ -61,7 +61,7 @@ __all__ = [
     "AnswerMemo",
     "build_packed_prompt",
     "extract_pack",
-    "join_sections",
+    "compact_answer",
     "packs",
     "prompt_texts",
     "split_sections",
@@ -177,16 +177,22 @@ def prompt_texts(prompt: str) -> list[str]:
     return [prompt.rsplit(_SINGLE_TAIL, 1)[1].removesuffix("\n")] if _SINGLE_TAIL in prompt else []
 
 
-def join_sections(shares: Sequence[str]) -> str:
-    """A packed answer from each text's record lines, in order (what a model following the prompt writes).
+def compact_answer(shares: Sequence[str]) -> str:
+    """What a model following the compact prompt answers, from each text's record lines in the order of
+    :func:`prompt_texts`: one text's lines then END, or for a pack each text's under its header.
 
-    >>> print(join_sections(["E|Ida|person|A rower.", ""]))
+    >>> print(compact_answer(["E|Ida|person|A rower."]))
+    E|Ida|person|A rower.
+    END
+    >>> print(compact_answer(["E|Ida|person|A rower.", ""]))
     ### Text 1
     E|Ida|person|A rower.
     ### Text 2
     <BLANKLINE>
     END
     """
+    if len(shares) == 1:  # a single text's prompt (a pack always holds two or more)
+        return f"{shares[0]}\nEND"
     return "\n".join(f"{PACK_HEADER.format(number=n)}\n{share}" for n, share in enumerate(shares, 1)) + "\nEND"
 
 

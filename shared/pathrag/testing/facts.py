@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from ..index.packing import join_sections, prompt_texts
+from ..index.packing import compact_answer, prompt_texts
 
 __all__ = ["fact_answer", "fact_texts"]
 
@@ -43,9 +43,7 @@ def fact_answer(prompt: str) -> str | None:
         gleaning = prompt.rstrip().endswith(_GLEANING_END)
         tuples = [_paper_record(kind, fields) for kind, fields in _facts(texts[0], late=gleaning)]
         return "##\n".join(tuples) + "<|COMPLETE|>"
-    if len(texts) == 1:
-        return "\n".join(_compact_lines(texts[0])) + "\nEND"
-    return join_sections(["\n".join(_compact_lines(text)) for text in texts])
+    return compact_answer(["\n".join(_compact_lines(text)) for text in texts])
 
 
 def _facts(text: str, *, late: bool = False) -> list[tuple[str, list[str]]]:
